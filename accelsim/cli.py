@@ -1,0 +1,117 @@
+"""The `accelsim` command line. Each command is a thin shell over the Python API: it resolves
+names, calls one function and prints a DataFrame or one JSON object. Bad input of any kind
+(`AccelsimError`) prints one line on stderr and exits 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+import pandas as pd
+
+from accelsim.errors import AccelsimError
+from accelsim.kernels.formats import FORMATS
+from accelsim.workload.scenario import resolve_workload
+from accelsim.workload.tables import layer_table, totals, unsupported_ops
+
+PRECISIONS = click.Choice(sorted(FORMATS) + ["fp8"], case_sensitive=False)
+
+
+def _echo_json(obj: dict[str, Any]) -> None:
+    click.echo(json.dumps(obj, indent=2, default=_json_default))
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "item"):  # numpy scalars
+        return o.item()
+    if isinstance(o, tuple):
+        return list(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: (list(v) if isinstance(v, tuple) else v) for k, v in row.items()}
+            for row in df.to_dict(orient="records")]
+
+
+def _fmt_si(x: float) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.2f}{unit}"
+    return f"{x:.0f}"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="accelsim")
+def cli() -> None:
+    """accelsim: simulate deep-learning workloads on hardware accelerators."""
+
+
+@cli.command()
+@click.argument("workload")
+@click.option("--batch", type=click.IntRange(min=1), help="Batch size (default: scenario's).")
+@click.option("--precision", type=PRECISIONS, help="Numeric format (default: scenario's).")
+@click.option("--seq-len", type=click.IntRange(min=1), help="Sequence length (sequence models).")
+@click.option("--image-size", type=click.IntRange(min=1), help="Image side (image models).")
+@click.option("--execute", is_flag=True, help="Run the numpy kernels forward once and report "
+              "the output's relative error against fp32.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def describe(workload: str, batch: int | None, precision: str | None, seq_len: int | None,
+             image_size: int | None, execute: bool, as_json: bool) -> None:
+    """Per-layer table of a WORKLOAD (zoo model, scenario name or .toml file)."""
+    knobs = {k: v for k, v in (("seq_len", seq_len), ("image_size", image_size)) if v}
+    sc = resolve_workload(workload).with_overrides(batch_size=batch, precision=precision,
+                                                   input=knobs)
+    graph = sc.graph()
+    layers = layer_table(graph, sc.batch_size, sc.precision)
+    tot = totals(graph)
+    out: dict[str, Any] = {
+        "name": graph.name, "batch_size": sc.batch_size, "precision": sc.precision,
+        "params": tot["params"], "flops_per_sample": tot["flops_per_sample"],
+        "train_flops_per_sample": tot["train_flops_per_sample"],
+        "flops": float(layers["flops"].sum()), "bytes": float(layers["bytes"].sum()),
+        "unsupported_ops": unsupported_ops(graph),
+    }
+    if execute:
+        from accelsim.kernels.execute import compare_to_fp32
+
+        num = compare_to_fp32(graph, sc.batch_size, sc.precision)
+        out["numerics"] = {"precision": sc.precision,
+                           "output_relative_error": num["output_relative_error"]}
+        per_layer = num.get("layer_relative_error", {})
+        layers = layers.assign(rel_error=[per_layer.get(n) for n in layers["name"]])
+    if as_json:
+        _echo_json({**out, "layers": _records(layers)})
+        return
+    shown = layers.assign(output_shape=layers["output_shape"].map(str),
+                          flops=layers["flops"].map(_fmt_si), bytes=layers["bytes"].map(_fmt_si))
+    click.echo(shown.to_string(index=False))
+    click.echo(f"\n{graph.name}: {len(graph.ops)} ops, {_fmt_si(tot['params'])} params, "
+               f"{_fmt_si(tot['flops_per_sample'])}FLOP/sample forward, batch {sc.batch_size} "
+               f"{sc.precision}: {_fmt_si(out['flops'])}FLOP, {_fmt_si(out['bytes'])}B moved")
+    if execute:
+        click.echo(f"output relative error vs fp32: {out['numerics']['output_relative_error']:.3e}")
+    if out["unsupported_ops"]:
+        click.echo(f"unsupported ops (not costed): {', '.join(out['unsupported_ops'])}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: run the CLI, turning user errors into one line and exit code 2."""
+    try:
+        cli.main(args=argv, prog_name="accelsim", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    except click.ClickException as err:
+        err.show()
+        return err.exit_code
+    except AccelsimError as err:
+        click.echo(f"accelsim: error: {err}", err=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The roofline core shared by every device class, and the contract of a class model.
+
+A class model (one file per class: gpu.py, cpu.py, systolic.py, fpga.py, npu.py, null.py) is a
+function registered with `@device_model(class_name)`:
+
+    fn(profile, work: DataFrame, gemms: DataFrame, precision: str, software: str) -> DataFrame
+
+`work` is `accelsim.workload.work.work_table` (one row per op x phase), `gemms` is
+`accelsim.workload.work.gemms_for` (forward GEMM shapes by op_index). It returns a DataFrame
+with the same index as `work` and the columns of `COST_COLUMNS`:
+
+- compute_s: time if compute were the only limit (after the class's mapping losses);
+- memory_s: time if off-chip memory traffic were the only limit;
+- overhead_s: fixed time not overlapped with either (launch, dispatch, fill/drain, fallback);
+- dynamic_energy_j: switching energy of the arithmetic and of every memory level;
+- dram_bytes, onchip_bytes: bytes moved per memory level;
+- cycles: device clock cycles (NaN where the class has no single clock).
+
+Optional columns pass through (e.g. `unit`: where an op ran, for NPU fallback to the host).
+`finish` then applies the roofline (time = max(compute, memory) + overhead), the bound, the
+power cap and static energy. Stateless: policies are functions, profiles are data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+COST_COLUMNS = ("compute_s", "memory_s", "overhead_s", "dynamic_energy_j", "dram_bytes",
+                "onchip_bytes", "cycles")
+BOUNDS = np.array(["compute", "memory", "overhead"])
+
+ClassModel = Callable[[Any, pd.DataFrame, pd.DataFrame, str, str], pd.DataFrame]
+CLASS_MODELS: dict[str, ClassModel] = {}
+
+
+def device_model(device_class: str) -> Callable[[ClassModel], ClassModel]:
+    """Register the cost model of one device class."""
+
+    def register(fn: ClassModel) -> ClassModel:
+        CLASS_MODELS[device_class] = fn
+        return fn
+
+    return register
+
+
+def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: float) -> pd.DataFrame:
+    """Roofline, bound, power cap and energy, per row.
+
+    time_s = max(compute_s, memory_s) + overhead_s. The bound is the largest of the three
+    terms. If a row's average power (dynamic energy / time + static) would exceed the TDP, the
+    device throttles: its time stretches until the power equals the TDP (NB: a clock that
+    scales down uniformly; real DVFS lowers voltage too, saving energy per op).
+    """
+    missing = [c for c in COST_COLUMNS if c not in costs]
+    if missing:
+        raise ValueError(f"class model returned no {missing}")
+    terms = costs[["compute_s", "memory_s", "overhead_s"]].to_numpy(dtype=float)
+    if (terms < 0).any() or not np.isfinite(terms).all():
+        raise ValueError("class model returned a negative or non-finite time")
+    time_s = np.maximum(terms[:, 0], terms[:, 1]) + terms[:, 2]
+    bound = BOUNDS[np.argmax(terms, axis=1)]
+    dyn_j = costs["dynamic_energy_j"].to_numpy(dtype=float)
+    headroom_w = max(tdp_w - static_w, 1e-9)
+    capped = dyn_j / headroom_w  # the least time the power envelope allows
+    throttled = capped > time_s
+    time_s = np.maximum(time_s, capped)
+    bound = np.where(throttled, "power", bound)
+    out = work.copy()
+    for col in costs.columns:
+        out[col] = costs[col].to_numpy()
+    out["time_s"] = time_s
+    out["bound"] = bound
+    out["energy_j"] = dyn_j + static_w * time_s
+    out["bytes"] = work["read_bytes"] + work["write_bytes"]
+    return out
+
+
+def bottleneck(layers: pd.DataFrame) -> str:
+    """The bound that accounts for most of the time (compute, memory, overhead or power)."""
+    by_bound = layers.groupby("bound")["time_s"].sum()
+    return str(by_bound.idxmax()) if len(by_bound) else "none"

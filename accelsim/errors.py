@@ -1,0 +1,25 @@
+"""User-facing errors. Anything raised as an `AccelsimError` is printed as one line by the CLI,
+never as a traceback: it is the user's input that is wrong, not the program."""
+
+
+class AccelsimError(Exception):
+    """Base of every error caused by user input (a bad profile, workload, flag or shape)."""
+
+
+class ConfigError(AccelsimError):
+    """A data file (profile, scenario) is invalid. The message names file, field and value."""
+
+    def __init__(self, source: str, field: str, value: object, problem: str) -> None:
+        self.source, self.field, self.value, self.problem = source, field, value, problem
+        super().__init__(f"{source}: field '{field}' = {value!r}: {problem}")
+
+
+class ShapeError(AccelsimError):
+    """An op was given inputs whose shapes it cannot take. The message names op and shapes."""
+
+
+class UnknownNameError(AccelsimError):
+    """A name (model, profile, precision, ...) that is not known; the message lists the choices."""
+
+    def __init__(self, what: str, name: str, choices: list[str]) -> None:
+        super().__init__(f"unknown {what} '{name}'; choose one of: {', '.join(sorted(choices))}")

@@ -1,0 +1,145 @@
+"""Training datasets as the storage pipeline sees them: how many files, how big, how many
+samples in each, what a prepared sample weighs and what it costs a CPU core to prepare.
+
+Data: one TOML per dataset in `hw_profiles/datasets/`, name = file stem. Schema (a contract):
+
+============================ ======== =======================================================
+key                          required meaning
+============================ ======== =======================================================
+description                  yes      one line
+format                       yes      "jpeg" | "tfrecord" | "npz" | "raw"
+sample_count                 yes      >= 1; training samples in one epoch
+file_count                   yes      >= 1; must equal ceil(sample_count / samples_per_file)
+samples_per_file             yes      >= 1; samples in one (full) file
+file_size_distribution       yes      "constant" | "lognormal"
+file_size_mean_bytes         yes      > 0; mean size of one file on storage
+file_size_stdev_bytes        yes      >= 0; 0 for "constant", > 0 for "lognormal"
+decoded_sample_bytes         yes      >= 1; one sample as handed to the accelerator
+prep_ms_per_sample_per_core  yes      >= 0; CPU time to decode + augment one sample on one core
+============================ ======== =======================================================
+
+plus `[sources]`. A "lognormal" is fitted by moments to the mean and stdev (which are the
+figures that get published): sigma^2 = ln(1 + (stdev/mean)^2), mu = ln(mean) - sigma^2/2,
+so the sampled mean matches the published mean whatever the spread.
+
+Example::
+
+    >>> ds = load_dataset("imagenet-raw")
+    >>> sizes = sample_file_sizes_bytes(ds, 1000, np.random.default_rng(0))
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from accelsim.datafiles import builtin_files
+from accelsim.errors import ConfigError
+from accelsim.schema import (
+    count,
+    find_profile,
+    flagged_fields,
+    non_negative,
+    parse_profile,
+    positive,
+    read_toml,
+    text,
+)
+
+DATASET_FORMATS = ("jpeg", "tfrecord", "npz", "raw")
+SIZE_DISTRIBUTIONS = ("constant", "lognormal")
+
+FIELDS = (
+    text("description"),
+    text("format", choices=DATASET_FORMATS),
+    count("sample_count"),
+    count("file_count"),
+    count("samples_per_file"),
+    text("file_size_distribution", choices=SIZE_DISTRIBUTIONS),
+    positive("file_size_mean_bytes"),
+    non_negative("file_size_stdev_bytes"),
+    count("decoded_sample_bytes"),
+    non_negative("prep_ms_per_sample_per_core", 1e-3, "prep_s_per_sample_per_core"),
+)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A dataset's storage layout and preparation cost, SI units."""
+
+    name: str
+    description: str
+    format: str
+    sample_count: int
+    file_count: int
+    samples_per_file: int
+    file_size_distribution: str
+    file_size_mean_bytes: float
+    file_size_stdev_bytes: float
+    decoded_sample_bytes: int
+    prep_s_per_sample_per_core: float
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def total_bytes(self) -> float:
+        """Expected bytes read from storage for one epoch."""
+        return self.file_count * self.file_size_mean_bytes
+
+    @property
+    def stored_bytes_per_sample(self) -> float:
+        """Mean bytes of storage per sample (what one sample costs to read)."""
+        return self.total_bytes / self.sample_count
+
+    @property
+    def lognormal_params(self) -> tuple[float, float]:
+        """(mu, sigma) of ln(size) fitted by moments; (ln(mean), 0) for a constant."""
+        cv2 = (self.file_size_stdev_bytes / self.file_size_mean_bytes) ** 2
+        sigma2 = math.log1p(cv2)
+        return math.log(self.file_size_mean_bytes) - sigma2 / 2, math.sqrt(sigma2)
+
+    @property
+    def flagged_fields(self) -> tuple[str, ...]:
+        return flagged_fields(self.sources)
+
+
+def sample_file_sizes_bytes(dataset: Dataset, n: int,
+                            rng: np.random.Generator | int) -> np.ndarray:
+    """`n` file sizes in bytes (int64, each >= 1) drawn from the dataset's distribution.
+
+    Vectorised and deterministic for a seed (an int or a `numpy.random.Generator`)."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n!r}")
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    if dataset.file_size_distribution == "constant":
+        sizes = np.full(n, dataset.file_size_mean_bytes)
+    else:
+        mu, sigma = dataset.lognormal_params
+        sizes = gen.lognormal(mu, sigma, size=n)
+    # NB: rounding to whole bytes shifts the mean by < 0.5 B.
+    return np.maximum(np.rint(sizes), 1).astype(np.int64)
+
+
+def load_dataset(name_or_path: str | Path) -> Dataset:
+    """A built-in dataset by name (`available_datasets()`) or a user TOML by path."""
+    path = find_profile(name_or_path, "datasets/*.toml", "dataset")
+    src = str(path)
+    values, sources = parse_profile(read_toml(path), FIELDS, src)
+    ds = Dataset(name=path.stem, sources=sources, **values)
+    expected_files = math.ceil(ds.sample_count / ds.samples_per_file)
+    if ds.file_count != expected_files:
+        raise ConfigError(src, "file_count", ds.file_count,
+                          f"must equal ceil(sample_count / samples_per_file) = {expected_files}")
+    stdev = ds.file_size_stdev_bytes
+    if ds.file_size_distribution == "constant" and stdev != 0:
+        raise ConfigError(src, "file_size_stdev_bytes", stdev, "must be 0 for 'constant'")
+    if ds.file_size_distribution == "lognormal" and stdev == 0:
+        raise ConfigError(src, "file_size_stdev_bytes", stdev,
+                          "must be > 0 for 'lognormal' (use 'constant')")
+    return ds
+
+
+def available_datasets() -> list[str]:
+    return sorted(builtin_files("hw_profiles", "datasets/*.toml"))

@@ -1,0 +1,120 @@
+"""Persistent storage media: local NVMe/SATA/HDD/eMMC, a NAS over NFS, an object store.
+
+Data: one TOML per medium in `hw_profiles/storage/`, name = file stem. Schema (a contract;
+the SimPy pipeline reads `StorageMedium`, one device of a RAID set; the system says how many):
+
+========================= ======== ===========================================================
+key                       required meaning
+========================= ======== ===========================================================
+kind                      yes      "nvme" | "sata" | "hdd" | "emmc" | "nas" | "object"
+description               yes      one line
+read_bandwidth_mb_s       yes*     > 0; sequential (streaming) read. *May be left out for
+                                   kind "object" only: no medium limit is published there and
+                                   the client's network link bounds it (stored as inf).
+write_bandwidth_mb_s      no       > 0; sequential write
+random_read_4k_iops       yes      > 0; 4 KiB random reads per second at `max_concurrency`
+request_latency_us        yes      >= 0; time to first byte of one request at low load, through
+                                   the kernel path (POSIX read, NFS RPC or HTTP GET)
+gds_request_latency_us    no       >= 0; the same through GPUDirect Storage (NVMe only)
+max_concurrency           yes      >= 1; outstanding requests the medium serves at once (queue
+                                   depth, NCQ slots, connections per prefix)
+========================= ======== ===========================================================
+
+plus `[sources]`. kind "nas" and "object" are reached over the host's network link.
+Page-cache reads are not a medium: they run at the host's DRAM bandwidth (see sim.system).
+
+Example::
+
+    >>> nvme = load_storage("nvme-gen4")
+    >>> nvme.read_bandwidth_bytes_per_s
+    7000000000.0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelsim.datafiles import builtin_files
+from accelsim.errors import ConfigError
+from accelsim.schema import (
+    MB,
+    count,
+    find_profile,
+    flagged_fields,
+    non_negative,
+    parse_profile,
+    positive,
+    read_toml,
+    text,
+)
+
+STORAGE_KINDS = ("nvme", "sata", "hdd", "emmc", "nas", "object")
+NETWORK_KINDS = ("nas", "object")
+UNBOUNDED_KINDS = ("object",)  # kinds that may omit read_bandwidth_mb_s
+
+FIELDS = (
+    text("kind", choices=STORAGE_KINDS),
+    text("description"),
+    positive("read_bandwidth_mb_s", MB, "read_bandwidth_bytes_per_s", required=False),
+    positive("write_bandwidth_mb_s", MB, "write_bandwidth_bytes_per_s", required=False),
+    positive("random_read_4k_iops", attr="random_read_4k_iops"),
+    non_negative("request_latency_us", 1e-6, "request_latency_s"),
+    non_negative("gds_request_latency_us", 1e-6, "gds_request_latency_s", required=False),
+    count("max_concurrency"),
+)
+
+
+@dataclass(frozen=True)
+class StorageMedium:
+    """One storage device (or service endpoint) in SI units."""
+
+    name: str
+    kind: str
+    description: str
+    read_bandwidth_bytes_per_s: float
+    random_read_4k_iops: float
+    request_latency_s: float
+    max_concurrency: int
+    write_bandwidth_bytes_per_s: float | None = None
+    gds_request_latency_s: float | None = None
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def over_network(self) -> bool:
+        """True for a NAS or object store: reads also cross the host's network link."""
+        return self.kind in NETWORK_KINDS
+
+    @property
+    def flagged_fields(self) -> tuple[str, ...]:
+        return flagged_fields(self.sources)
+
+
+def read_time_s(n_bytes: float, medium: StorageMedium, gds: bool = False) -> float:
+    """Closed form for one uncontended request: latency + bytes / read bandwidth."""
+    if n_bytes < 0:
+        raise ValueError(f"n_bytes must be >= 0, got {n_bytes!r}")
+    latency = medium.request_latency_s
+    if gds and medium.gds_request_latency_s is not None:
+        latency = medium.gds_request_latency_s
+    # NB: ignores the IOPS cap and queueing; the SimPy pipeline models those.
+    return latency + n_bytes / medium.read_bandwidth_bytes_per_s
+
+
+def load_storage(name_or_path: str | Path) -> StorageMedium:
+    """A built-in medium by name (`available_storage()`) or a user TOML by path."""
+    path = find_profile(name_or_path, "storage/*.toml", "storage medium")
+    values, sources = parse_profile(read_toml(path), FIELDS, str(path))
+    if values["read_bandwidth_bytes_per_s"] is None:
+        if values["kind"] not in UNBOUNDED_KINDS:
+            raise ConfigError(str(path), "read_bandwidth_mb_s", None,
+                              f"missing required key (only {', '.join(UNBOUNDED_KINDS)} "
+                              "may omit it)")
+        # NB: no published medium limit; the network link in front of it bounds reads.
+        values["read_bandwidth_bytes_per_s"] = math.inf
+    return StorageMedium(name=path.stem, sources=sources, **values)
+
+
+def available_storage() -> list[str]:
+    return sorted(builtin_files("hw_profiles", "storage/*.toml"))

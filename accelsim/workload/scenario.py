@@ -1,0 +1,176 @@
+"""Scenarios: a workload as data (`workloads/*.toml`), validated at the edge.
+
+    name = "resnet50-train"            # optional; defaults to the file stem
+    model = "resnet50"                 # a zoo model
+    mode = "train"                     # train | infer
+    batch_size = 256                   # per accelerator
+    precision = "bf16"                 # fp32 | tf32 | fp16 | bf16 | fp8_e4m3 | fp8_e5m2 | int8
+    optimizer = "sgd"                  # sgd | momentum | adam (training: state kept per param)
+    [input]                            # the model's knobs, e.g. image_size, seq_len
+    image_size = 224
+    [data]
+    dataset = "imagenet-raw"           # a dataset profile in hw_profiles/datasets/
+    [pipeline]                         # knobs of the storage-to-accelerator simulation
+    io_threads = 16
+    prep_workers = 8
+    prefetch_batches = 2
+    gpudirect = false
+
+Unknown keys, missing keys, wrong types and impossible values raise `ConfigError` naming the
+file, the field and the value. A `Scenario` is a frozen, picklable dataclass.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from accelsim.datafiles import builtin_files
+from accelsim.errors import AccelsimError, ConfigError, UnknownNameError
+from accelsim.kernels.formats import FORMATS, get_format
+from accelsim.workload.graph import Graph
+from accelsim.workload.zoo import build_model, model_knobs, model_names
+
+MODES = ("train", "infer")
+OPTIMIZERS = ("sgd", "momentum", "adam")
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Knobs of the storage-to-accelerator pipeline (read by `accelsim.sim`)."""
+
+    io_threads: int = 8
+    prep_workers: int = 8
+    prefetch_batches: int = 2
+    gpudirect: bool = False
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    model: str
+    mode: str = "infer"
+    batch_size: int = 1
+    precision: str = "fp32"
+    optimizer: str = "sgd"
+    input: dict[str, Any] = field(default_factory=dict)
+    dataset: str | None = None
+    pipeline: Pipeline = field(default_factory=Pipeline)
+
+    def graph(self) -> Graph:
+        """The model graph at this scenario's input knobs (cached by the zoo)."""
+        return build_model(self.model, **self.input)
+
+    def with_overrides(self, **changes: Any) -> Scenario:
+        """A copy with the non-None `changes` applied and re-validated (CLI flags)."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        inputs = {**self.input, **changes.pop("input", {})}
+        return _validated(replace(self, input=inputs, **changes), "command line")
+
+
+_TOP = {"name": str, "model": str, "mode": str, "batch_size": int, "precision": str,
+        "optimizer": str, "input": dict, "data": dict, "pipeline": dict}
+_REQUIRED = ("model", "mode", "batch_size", "precision")
+_PIPELINE = {"io_threads": int, "prep_workers": int, "prefetch_batches": int, "gpudirect": bool}
+
+
+def _check_type(src: str, key: str, value: Any, typ: type) -> None:
+    # bool is a subclass of int: a `true` batch size is a type error, not 1.
+    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        raise ConfigError(src, key, value, f"expected {typ.__name__}")
+
+
+def _check_table(src: str, prefix: str, table: dict[str, Any], schema: dict[str, type]) -> None:
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if key not in schema:
+            raise ConfigError(src, name, value, f"unknown key; allowed: {', '.join(schema)}")
+        _check_type(src, name, value, schema[key])
+
+
+def parse_scenario(raw: dict[str, Any], src: str, default_name: str) -> Scenario:
+    """Validate a scenario table read from `src` and build the `Scenario`."""
+    _check_table(src, "", raw, _TOP)
+    for key in _REQUIRED:
+        if key not in raw:
+            raise ConfigError(src, key, None, "missing required key")
+    pipe = raw.get("pipeline", {})
+    _check_table(src, "pipeline.", pipe, _PIPELINE)
+    data = raw.get("data", {})
+    _check_table(src, "data.", data, {"dataset": str})
+    scenario = Scenario(
+        name=raw.get("name", default_name), model=raw["model"], mode=raw["mode"],
+        batch_size=raw["batch_size"], precision=raw["precision"],
+        optimizer=raw.get("optimizer", "sgd"), input=dict(raw.get("input", {})),
+        dataset=data.get("dataset"), pipeline=Pipeline(**pipe))
+    return _validated(scenario, src)
+
+
+def _validated(s: Scenario, src: str) -> Scenario:
+    """Cross-field checks of values (the types are already right)."""
+    if s.model not in model_names():
+        raise ConfigError(src, "model", s.model, f"not a zoo model ({', '.join(model_names())})")
+    if s.mode not in MODES:
+        raise ConfigError(src, "mode", s.mode, f"expected one of {MODES}")
+    if s.optimizer not in OPTIMIZERS:
+        raise ConfigError(src, "optimizer", s.optimizer, f"expected one of {OPTIMIZERS}")
+    if s.batch_size < 1:
+        raise ConfigError(src, "batch_size", s.batch_size, "must be at least 1")
+    try:
+        get_format(s.precision)
+    except UnknownNameError:
+        raise ConfigError(src, "precision", s.precision,
+                          f"expected one of {', '.join(FORMATS)}") from None
+    knobs = model_knobs(s.model)
+    for key, value in s.input.items():
+        if key not in knobs:
+            raise ConfigError(src, f"input.{key}", value,
+                              f"model '{s.model}' takes {', '.join(knobs) or 'no knobs'}")
+        _check_type(src, f"input.{key}", value, int)
+        if value < 1:
+            raise ConfigError(src, f"input.{key}", value, "must be at least 1")
+    p = s.pipeline
+    for key in ("io_threads", "prep_workers"):
+        if getattr(p, key) < 1:
+            raise ConfigError(src, f"pipeline.{key}", getattr(p, key), "must be at least 1")
+    if p.prefetch_batches < 0:
+        raise ConfigError(src, "pipeline.prefetch_batches", p.prefetch_batches,
+                          "must be 0 or more")
+    try:
+        s.graph()
+    except AccelsimError as err:
+        raise ConfigError(src, "input", s.input, f"the model cannot be built: {err}") from None
+    return s
+
+
+def load_scenario_file(path: str | Path) -> Scenario:
+    """Load and validate one scenario TOML file."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise AccelsimError(f"{path}: no such scenario file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise AccelsimError(f"{path}: not valid TOML: {err}") from None
+    return parse_scenario(raw, str(path), path.stem)
+
+
+def scenario_names() -> list[str]:
+    """Built-in scenarios (files in `workloads/`)."""
+    return sorted(builtin_files("workloads", "*.toml"))
+
+
+def resolve_workload(spec: str) -> Scenario:
+    """A workload argument: a path to a scenario file, a built-in scenario or a zoo model
+    (which becomes a default inference scenario at batch 1, fp32)."""
+    if spec.endswith(".toml") or Path(spec).is_file():
+        return load_scenario_file(spec)
+    builtin = builtin_files("workloads", "*.toml")
+    if spec in builtin:
+        return load_scenario_file(builtin[spec])
+    if spec in model_names():
+        return _validated(Scenario(name=spec, model=spec), spec)
+    raise UnknownNameError("workload (zoo model, scenario or .toml file)", spec,
+                           model_names() + list(builtin))

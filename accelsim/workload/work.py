@@ -1,0 +1,79 @@
+"""What one step asks of a device, before any device is chosen: the work table.
+
+One row per (op, phase) for a batch at a precision. Phases: `forward`; when training also
+`backward` (input and weight gradients) and one `optimizer` row (the parameter update).
+Columns: name, op, phase, matmul (runs on matrix units), flops, read_bytes, write_bytes,
+weight_bytes (parameters read once per batch, included in read_bytes), op_index (row of
+`counts_table`, -1 for the optimizer). Device cost models map each row to time and energy;
+`gemm_table` gives the GEMM shapes of the matmul rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from accelsim.kernels.formats import get_format
+from accelsim.workload.graph import Graph
+from accelsim.workload.ops import MATMUL_KINDS
+from accelsim.workload.tables import counts_table, gemm_table
+
+# FLOPs per parameter of one update (Kingma & Ba 2015 for Adam: moments, bias correction,
+# step). NB: conventions; the update is memory-bound on every device anyway.
+OPTIMIZER_FLOPS_PER_PARAM = {"sgd": 2, "momentum": 4, "adam": 12}
+OPTIMIZER_STATE_TENSORS = {"sgd": 0, "momentum": 1, "adam": 2}
+MASTER_WEIGHT_BYTES = 4  # NB: mixed precision keeps fp32 master weights and fp32 state
+_MATMUL_NAMES = frozenset(k.value for k in MATMUL_KINDS)
+
+
+def work_table(graph: Graph, batch: int, precision: str, mode: str = "infer",
+               optimizer: str = "sgd") -> pd.DataFrame:
+    """The work of one inference batch (`mode="infer"`) or one training step (`"train"`)."""
+    c = counts_table(graph)
+    width = get_format(precision).bytes_per_element
+    matmul = c["op"].isin(_MATMUL_NAMES).to_numpy()
+    weights = c["weight_elems"].to_numpy() * width
+    fwd = pd.DataFrame({
+        "name": c["name"], "op": c["op"], "phase": "forward", "matmul": matmul,
+        "flops": c["fwd_flops"].to_numpy() * batch,
+        "read_bytes": c["read_elems"].to_numpy() * batch * width + weights,
+        "write_bytes": c["write_elems"].to_numpy() * batch * width,
+        "weight_bytes": weights, "op_index": c["op_index"],
+    })
+    if mode == "infer":
+        return fwd
+    # Backward reads what forward saved, the output gradient and the weights; it writes the
+    # input gradient and the weight gradient. NB: no recomputation, no fused kernels.
+    bwd = fwd.assign(
+        phase="backward",
+        flops=(c["bwd_input_flops"].to_numpy() + c["bwd_weight_flops"].to_numpy()) * batch,
+        read_bytes=(c["saved_elems"].to_numpy() + c["write_elems"].to_numpy()) * batch * width
+        + weights,
+        write_bytes=c["read_elems"].to_numpy() * batch * width + weights,
+    )
+    params = float(graph.params)
+    state = OPTIMIZER_STATE_TENSORS[optimizer]
+    # Update: read master weight, gradient and state; write master weight, state and the
+    # low-precision copy.
+    opt = pd.DataFrame({
+        "name": ["optimizer"], "op": [f"{optimizer}_update"], "phase": ["optimizer"],
+        "matmul": [False], "flops": [params * OPTIMIZER_FLOPS_PER_PARAM[optimizer]],
+        "read_bytes": [params * (MASTER_WEIGHT_BYTES * (1 + state) + width)],
+        "write_bytes": [params * (MASTER_WEIGHT_BYTES * (1 + state) + width)],
+        "weight_bytes": [0.0], "op_index": [-1],
+    })
+    return pd.concat([fwd, bwd, opt], ignore_index=True)
+
+
+def gemms_for(graph: Graph, batch: int) -> pd.DataFrame:
+    """GEMMs of the forward pass at a batch size: op_index, m, n, k, count (batch folded into
+    m or count as `Gemm.batch_in_m` says). Backward GEMMs have the same MACs with m, n, k
+    permuted (dX: m x k from m x n by n x k; dW: k x n from k x m by m x n)."""
+    g = gemm_table(graph)
+    in_m = g["batch_in_m"].to_numpy()
+    return pd.DataFrame({
+        "op_index": g["op_index"],
+        "m": np.where(in_m, g["m"] * batch, g["m"]),
+        "n": g["n"], "k": g["k"],
+        "count": np.where(in_m, g["count"], g["count"] * batch),
+    })

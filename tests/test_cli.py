@@ -1,0 +1,49 @@
+"""The command line, run as a user runs it: exit codes, JSON keys, one-line errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from accelsim.cli import main
+
+
+def run_cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_describe_json_keys(capsys):
+    code, out, _ = run_cli(capsys, "describe", "resnet18", "--batch", "4", "--json")
+    assert code == 0
+    obj = json.loads(out)
+    assert obj["name"] == "resnet18" and obj["params"] == 11_689_512
+    layer = obj["layers"][0]
+    assert set(layer) >= {"name", "op", "output_shape", "params", "flops", "bytes"}
+    assert sum(row["flops"] for row in obj["layers"]) == pytest.approx(
+        4 * obj["flops_per_sample"])
+
+
+def test_describe_table(capsys):
+    code, out, _ = run_cli(capsys, "describe", "resnet18", "--image-size", "64")
+    assert code == 0 and "layer4.1.conv2" in out and "11.69M params" in out
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("describe", "nosuchmodel"), "unknown workload"),
+    (("describe", "/no/such/file.toml"), "no such scenario file"),
+    (("describe", "resnet18", "--seq-len", "8"), "input.seq_len"),
+])
+def test_bad_input_is_one_line(capsys, args, needle):
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2 and needle in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_console_script_from_another_directory(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "accelsim.cli", "describe", "resnet18",
+                           "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["name"] == "resnet18"
