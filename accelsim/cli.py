@@ -13,7 +13,7 @@ import pandas as pd
 
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import FORMATS
-from accelsim.workload.scenario import resolve_workload
+from accelsim.workload.scenario import Scenario, resolve_workload
 from accelsim.workload.tables import layer_table, totals, unsupported_ops
 
 PRECISIONS = click.Choice(sorted(FORMATS) + ["fp8"], case_sensitive=False)
@@ -61,9 +61,7 @@ def cli() -> None:
 def describe(workload: str, batch: int | None, precision: str | None, seq_len: int | None,
              image_size: int | None, execute: bool, as_json: bool) -> None:
     """Per-layer table of a WORKLOAD (zoo model, scenario name or .toml file)."""
-    knobs = {k: v for k, v in (("seq_len", seq_len), ("image_size", image_size)) if v}
-    sc = resolve_workload(workload).with_overrides(batch_size=batch, precision=precision,
-                                                   input=knobs)
+    sc = _resolve(workload, batch, precision, seq_len, image_size)
     graph = sc.graph()
     layers = layer_table(graph, sc.batch_size, sc.precision)
     tot = totals(graph)
@@ -95,6 +93,89 @@ def describe(workload: str, batch: int | None, precision: str | None, seq_len: i
         click.echo(f"output relative error vs fp32: {out['numerics']['output_relative_error']:.3e}")
     if out["unsupported_ops"]:
         click.echo(f"unsupported ops (not costed): {', '.join(out['unsupported_ops'])}")
+
+
+def _resolve(workload: str, batch: int | None, precision: str | None, seq_len: int | None,
+             image_size: int | None, mode: str | None = None) -> Scenario:
+    knobs = {k: v for k, v in (("seq_len", seq_len), ("image_size", image_size)) if v}
+    return resolve_workload(workload).with_overrides(batch_size=batch, precision=precision,
+                                                     mode=mode, input=knobs)
+
+
+@cli.command()
+@click.argument("workload")
+@click.option("--hw", "hardware", required=True,
+              help="Device profile: a built-in name (see `accelsim list`) or a .toml path.")
+@click.option("--batch", type=click.IntRange(min=1), help="Batch size (default: scenario's).")
+@click.option("--mode", type=click.Choice(["infer", "train"]), help="Default: scenario's.")
+@click.option("--precision", type=PRECISIONS, help="Numeric format (default: scenario's).")
+@click.option("--software", type=click.Choice(["eager", "compiled"]), default="eager",
+              show_default=True, help="Framework: eager (an op per kernel) or compiled (fused).")
+@click.option("--seq-len", type=click.IntRange(min=1), help="Sequence length (sequence models).")
+@click.option("--image-size", type=click.IntRange(min=1), help="Image side (image models).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def simulate(workload: str, hardware: str, batch: int | None, mode: str | None,
+             precision: str | None, software: str, seq_len: int | None, image_size: int | None,
+             as_json: bool) -> None:
+    """Time, energy and bottleneck of a WORKLOAD on a device (--hw)."""
+    from accelsim.devices.estimate import estimate, summary
+    from accelsim.devices.profile import load_profile
+
+    sc = _resolve(workload, batch, precision, seq_len, image_size, mode)
+    graph = sc.graph()
+    est = estimate(graph, load_profile(hardware), sc.batch_size, sc.precision, sc.mode,
+                   software, sc.optimizer)
+    out = summary(est, graph)
+    if as_json:
+        _echo_json(out)
+        return
+    cols = ["name", "op", "phase", "flops", "bytes", "time_s", "energy_j", "bound"]
+    shown = est.layers[cols].assign(flops=est.layers["flops"].map(_fmt_si),
+                                    bytes=est.layers["bytes"].map(_fmt_si))
+    click.echo(shown.to_string(index=False, float_format=lambda x: f"{x:.3e}"))
+    mem = out["memory"]
+    cap = "unknown" if mem["capacity_bytes"] is None else _fmt_si(mem["capacity_bytes"]) + "B"
+    click.echo(
+        f"\n{graph.name} {sc.mode} batch {sc.batch_size} {sc.precision} on {est.device} "
+        f"({est.device_class}, {software}):\n"
+        f"  {'step' if sc.mode == 'train' else 'batch'} time {est.step_time_s * 1e3:.3f} ms, "
+        f"{est.throughput_samples_per_s:,.1f} samples/s, "
+        f"{est.energy_j_per_sample * 1e3:.3f} mJ/sample, {est.average_power_w:.0f} W average\n"
+        f"  bottleneck: {est.bottleneck}; memory {_fmt_si(mem['required_bytes'])}B of {cap}"
+        f" ({'fits' if mem['fits'] else 'DOES NOT FIT'})")
+
+
+@cli.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def list_cmd(as_json: bool) -> None:
+    """Built-in hardware profiles, scenarios and zoo models."""
+    from accelsim.devices.profile import list_profiles
+    from accelsim.workload.scenario import scenario_names
+    from accelsim.workload.zoo import model_names
+
+    rows = [profile_row(p) for p in list_profiles()]
+    if as_json:
+        _echo_json({"profiles": rows, "workloads": scenario_names() + model_names(),
+                    "scenarios": scenario_names(), "models": model_names()})
+        return
+    click.echo(pd.DataFrame(rows).fillna("").to_string(index=False))
+    click.echo(f"\nscenarios: {', '.join(scenario_names())}")
+    click.echo(f"models: {', '.join(model_names())}")
+
+
+def profile_row(p: Any) -> dict[str, Any]:
+    """Key figures of a device profile, for `accelsim list`."""
+    peaks = p.compute.matrix_peak_flops_per_s or p.compute.vector_peak_flops_per_s
+    best = max(peaks.items(), key=lambda kv: kv[1]) if peaks else None
+    mem = p.offchip_memory
+    return {
+        "name": p.name, "class": p.device_class, "display_name": p.display_name,
+        "peak_tflops": round(best[1] / 1e12, 1) if best else None,
+        "peak_precision": best[0] if best else None,
+        "memory_gb": round(mem.capacity_bytes / 1e9, 1) if mem and mem.capacity_bytes else None,
+        "memory_bandwidth_gb_s": round(mem.bandwidth_bytes_per_s / 1e9, 1) if mem else None,
+        "tdp_w": p.power.tdp_w,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -136,6 +136,9 @@ def find_profile(name_or_path: str | Path, pattern: str, what: str) -> Path:
     return files[name_or_path]
 
 
+_TYPE_NAMES = {float: "number", int: "integer", str: "string", bool: "boolean", dict: "table"}
+
+
 def _check_value(f: Field, value: Any, source: str, path: str) -> Any:
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
     kinds = f.kinds
@@ -146,7 +149,7 @@ def _check_value(f: Field, value: Any, source: str, path: str) -> Any:
         or (float in kinds and is_number)
     )
     if not ok:
-        names = " or ".join("number" if k is float else k.__name__ for k in kinds)
+        names = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
         raise ConfigError(source, path, value, f"expected {names}, got {type(value).__name__}")
     if isinstance(value, str):
         if not value.strip():

@@ -128,3 +128,14 @@ def test_resnet_published_figures():
     r18 = totals(build_model("resnet18"))
     assert r18["params"] == 11_689_512  # torchvision resnet18
     assert r18["flops_per_sample"] / 2 == pytest.approx(1.8e9, rel=0.03)
+
+
+@pytest.mark.parametrize("size,k,s,p,expected", [
+    (4, 1, 2, 0, 2),  # PyTorch: MaxPool2d(1, 2, ceil_mode=True) on 4x4 -> 2x2
+    (5, 2, 3, 1, 2),  # the last window would start in the right padding: dropped
+    (112, 3, 2, 0, 56),  # GoogLeNet's first pool
+])
+def test_pool_ceil_mode_matches_pytorch_rule(size, k, s, p, expected):
+    op = make_op("p", OpKind.MAXPOOL2D, ("x",), ((1, size, size),),
+                 dict(kernel=k, stride=s, padding=p, ceil_mode=True))
+    assert op.output_shape == (1, expected, expected)

@@ -28,8 +28,10 @@ Numeric formats (every rounding is `accelsim.kernels.formats.round_to_format`):
   not quantized). Non-matmul ops run in fp32 on the dequantized values (NB: as TFLite/TensorRT
   do between quantized layers when fused requantization is not modelled).
 
-Intermediate tensors are freed after their last consumer has run. Models whose parameters
-exceed `PARAM_LIMIT_BYTES` in float32 are refused: functional execution is for models that fit.
+Batchnorm runs in inference mode, with running statistics calibrated on the fp32 stream's
+input (`calibrate_batchnorm`). Intermediate tensors are freed after their last consumer has
+run. Models whose parameters exceed `PARAM_LIMIT_BYTES` in float32 are refused: functional
+execution is for models that fit.
 """
 
 from __future__ import annotations
@@ -244,6 +246,8 @@ def _execute(graph: Graph, batch: int, fmts: list[NumericFormat], seed: int,
             del env[name]
     for i, op in enumerate(graph.ops):
         params = op_params(op, i, seed)
+        if op.kind == OpKind.BATCHNORM:
+            params.update(calibrate_batchnorm(envs[0][op.inputs[0]]))
         outs = []
         for env, fmt in zip(envs, fmts, strict=True):
             y = run_op_in_format(op, [env[t] for t in op.inputs], params, fmt)
@@ -259,11 +263,31 @@ def _execute(graph: Graph, batch: int, fmts: list[NumericFormat], seed: int,
     return [{t: env[t] for t in graph.outputs} for env in envs]
 
 
+def calibrate_batchnorm(x: np.ndarray) -> Arrays:
+    """Running statistics of a batchnorm input x (N, C, *spatial): per-channel mean and
+    biased variance over (N, *spatial), in float32.
+
+    Every stream then normalises with these fixed statistics, as a deployed model does, so a
+    sample's output does not depend on its batch and a reduced-precision stream is compared
+    on the same normalisation as the fp32 reference. NB: calibrated on the batch being run
+    (the first, reference stream), not on a held-out calibration set.
+    """
+    x = np.asarray(x, dtype=np.float32)
+    axes = (0, *range(2, x.ndim))
+    return {"running_mean": x.mean(axis=axes, dtype=np.float32),
+            "running_var": x.var(axis=axes, dtype=np.float32)}
+
+
 def run_graph(graph: Graph, batch: int, precision: str | NumericFormat,
               seed: int = 0) -> Arrays:
     """Run `graph` forward on seeded random inputs in `precision`; returns {output name:
     array (batch, *shape)}. Raises AccelsimError for models too large to execute."""
-    return _execute(graph, batch, [get_format(precision)], seed)[0]
+    fmt = get_format(precision)
+    if fmt.name == "fp32" or not any(op.kind == OpKind.BATCHNORM for op in graph.ops):
+        return _execute(graph, batch, [fmt], seed)[0]
+    # Batchnorm statistics come from an fp32 stream run alongside, as a deployed model's
+    # statistics come from fp32 training.
+    return _execute(graph, batch, [get_format("fp32"), fmt], seed)[1]
 
 
 def _joint_error(ys: Arrays, refs: Arrays) -> float:

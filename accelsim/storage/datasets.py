@@ -117,6 +117,7 @@ def sample_file_sizes_bytes(dataset: Dataset, n: int,
         sizes = np.full(n, dataset.file_size_mean_bytes)
     else:
         mu, sigma = dataset.lognormal_params
+        # NB: the lognormal shape is this model's choice; only mean and stdev are published.
         sizes = gen.lognormal(mu, sigma, size=n)
     # NB: rounding to whole bytes shifts the mean by < 0.5 B.
     return np.maximum(np.rint(sizes), 1).astype(np.int64)

@@ -269,6 +269,8 @@ def _pool(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, dict]:
         raise ShapeError(f"padding {p} may be at most half the kernel {k}")
     if a["ceil_mode"]:
         out = tuple(-(-(x[i + 1] + 2 * p[i] - k[i]) // s[i]) + 1 for i in range(2))
+        # As PyTorch: the last window must start inside the input or its left padding.
+        out = tuple(o - 1 if (o - 1) * s[i] >= x[i + 1] + p[i] else o for i, o in enumerate(out))
     else:
         out = tuple(_conv_out(x[i + 1], k[i], s[i], p[i], 1) for i in range(2))
     return (x[0], *out), {}

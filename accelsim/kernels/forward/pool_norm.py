@@ -34,14 +34,11 @@ def pool2d(x: np.ndarray, k: tuple[int, ...], s: tuple[int, ...], p: tuple[int, 
             else:
                 acc += tap
     assert acc is not None
-    if mode == "max":
-        # NB: a ceil_mode window lying wholly in the padding (PyTorch drops it, our shape
-        # inference does not) has no input element and yields -inf.
-        return acc
+    if mode == "max":  # every window holds an input element: shape inference drops a
+        return acc      # ceil_mode window that would start in the right padding, as PyTorch
     hs, ws = np.arange(oh) * s[0] - p[0], np.arange(ow) * s[1] - p[1]
     dh = np.minimum(hs + k[0], h + p[0]) - hs
     dw = np.minimum(ws + k[1], w + p[1]) - ws
-    # NB: the divisor is floored at 1 for such an all-padding window (it then averages zeros).
     div = np.maximum(np.outer(dh, dw), 1).astype(np.float32)
     return acc / div
 
@@ -88,11 +85,15 @@ def _channel(v: np.ndarray, ndim: int) -> np.ndarray:
 
 @kernel(OpKind.BATCHNORM)
 def batchnorm_kernel(op: Op, xs: list[np.ndarray], params: dict[str, np.ndarray]) -> np.ndarray:
-    """(N, C, *spatial) -> same; statistics per channel over (N, *spatial)."""
-    # NB: training-mode semantics: normalises with the statistics of this batch (there are no
-    # running averages to use), so a sample's output depends on the rest of its batch.
+    """(N, C, *spatial) -> same. With `running_mean` and `running_var` (C,) in params:
+    inference mode, normalising with those; otherwise training mode, with the statistics of
+    this batch per channel over (N, *spatial) (a sample's output then depends on its batch)."""
     x = f32(xs[0])
-    y = normalize(x, (0, *range(2, x.ndim)), op.attrs["eps"])
+    if "running_mean" in params:
+        inv = 1.0 / np.sqrt(_channel(params["running_var"], x.ndim) + np.float32(op.attrs["eps"]))
+        y = (x - _channel(params["running_mean"], x.ndim)) * inv
+    else:
+        y = normalize(x, (0, *range(2, x.ndim)), op.attrs["eps"])
     return y * _channel(params["gamma"], x.ndim) + _channel(params["beta"], x.ndim)
 
 

@@ -1,0 +1,138 @@
+"""One device, one workload: per-layer time, energy and bound, and the step totals.
+
+    est = estimate(graph, load_profile("a100"), batch=256, precision="bf16", mode="train")
+    est.step_time_s, est.throughput_samples_per_s, est.layers  # a DataFrame, one row per op x phase
+
+A pure function of its inputs: the class model is looked up by the profile's class
+(`accelsim.devices.core.CLASS_MODELS`), the roofline and power cap are applied by
+`accelsim.devices.core.finish`, and the memory need is checked against the device's capacity.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from accelsim.devices.core import CLASS_MODELS, bottleneck, finish
+from accelsim.errors import AccelsimError
+from accelsim.workload.graph import Graph
+from accelsim.workload.memory import memory_need
+from accelsim.workload.tables import totals, unsupported_ops
+from accelsim.workload.work import gemms_for, work_table
+
+SOFTWARE = ("eager", "compiled")
+_CLASS_MODULES = {"null": "null", "gpu": "gpu", "cpu": "cpu", "tpu": "systolic", "fpga": "fpga",
+                  "npu": "npu"}
+
+
+def class_model(device_class: str):  # noqa: ANN201 - returns a ClassModel
+    """The cost model of a device class, importing its module on first use."""
+    if device_class not in CLASS_MODELS:
+        module = _CLASS_MODULES.get(device_class)
+        if module is None:
+            raise AccelsimError(f"no cost model for device class '{device_class}'")
+        importlib.import_module(f"accelsim.devices.{module}")
+    return CLASS_MODELS[device_class]
+
+
+def power_limits_w(profile: Any) -> tuple[float, float]:
+    """(TDP, static power) of a device, W."""
+    if profile.device_class == "null":
+        return profile.tdp_w, profile.static_w
+    from accelsim.devices.energy import static_power_w
+
+    return profile.power.tdp_w, static_power_w(profile)
+
+
+def capacity_bytes(profile: Any) -> float | None:
+    """Device memory for weights and activations, bytes (None: not published)."""
+    if profile.device_class == "null":
+        return profile.capacity_bytes
+    mem = profile.offchip_memory
+    return None if mem is None else mem.capacity_bytes
+
+
+@dataclass(frozen=True)
+class DeviceEstimate:
+    """The result of `estimate`: per-layer rows and step totals (SI units)."""
+
+    device: str
+    device_class: str
+    mode: str
+    batch_size: int
+    precision: str
+    software: str
+    layers: pd.DataFrame
+    step_time_s: float
+    energy_j: float
+    bottleneck: str
+    memory: dict[str, Any]
+    unsupported_ops: list[str] = field(default_factory=list)
+
+    @property
+    def throughput_samples_per_s(self) -> float:
+        return self.batch_size / self.step_time_s
+
+    @property
+    def average_power_w(self) -> float:
+        return self.energy_j / self.step_time_s
+
+    @property
+    def energy_j_per_sample(self) -> float:
+        return self.energy_j / self.batch_size
+
+    def phase_time_s(self, phase: str) -> float:
+        """Time of one phase (forward, backward or optimizer) of the step."""
+        return float(self.layers.loc[self.layers["phase"] == phase, "time_s"].sum())
+
+
+def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str = "infer",
+             software: str = "eager", optimizer: str = "sgd") -> DeviceEstimate:
+    """Cost one inference batch (`mode="infer"`) or one training step (`"train"`: forward,
+    backward and optimizer update) of `graph` on the device described by `profile`."""
+    if software not in SOFTWARE:
+        raise AccelsimError(f"software '{software}': choose one of {', '.join(SOFTWARE)}")
+    if batch < 1:
+        raise AccelsimError(f"batch size must be at least 1, not {batch}")
+    work = work_table(graph, batch, precision, mode, optimizer)
+    costs = class_model(profile.device_class)(profile, work, gemms_for(graph, batch), precision,
+                                              software)
+    tdp_w, static_w = power_limits_w(profile)
+    layers = finish(work, costs, tdp_w, static_w)
+    cap = capacity_bytes(profile)
+    need = memory_need(graph, batch, precision, mode, optimizer)
+    memory = need.check(cap if cap is not None else float("inf"))
+    if cap is None:
+        memory["capacity_bytes"] = None
+    return DeviceEstimate(
+        device=profile.name, device_class=profile.device_class, mode=mode, batch_size=batch,
+        precision=precision, software=software, layers=layers,
+        step_time_s=float(layers["time_s"].sum()), energy_j=float(layers["energy_j"].sum()),
+        bottleneck=bottleneck(layers), memory=memory, unsupported_ops=unsupported_ops(graph))
+
+
+def summary(est: DeviceEstimate, graph: Graph) -> dict[str, Any]:
+    """The JSON-ready record of an estimate (what `accelsim simulate --json` prints)."""
+    tot = totals(graph)
+    cols = ["name", "op", "phase", "flops", "bytes", "time_s", "energy_j", "bound"]
+    if est.layers["cycles"].notna().any():
+        cols.append("cycles")
+    extra = [c for c in ("unit",) if c in est.layers]
+    return {
+        "workload": {"name": graph.name, "mode": est.mode, "batch_size": est.batch_size,
+                     "precision": est.precision, "params": tot["params"],
+                     "flops_per_sample": tot["flops_per_sample"]},
+        "hardware": {"name": est.device, "class": est.device_class, "software": est.software},
+        "throughput_samples_per_s": est.throughput_samples_per_s,
+        "latency_s": est.step_time_s,
+        "energy_j_per_sample": est.energy_j_per_sample,
+        "average_power_w": est.average_power_w,
+        "bottleneck": est.bottleneck,
+        "memory": est.memory,
+        "time_by_phase_s": {p: est.phase_time_s(p) for p in est.layers["phase"].unique()},
+        "layers": est.layers[cols + extra].to_dict(orient="records"),
+        "unsupported_ops": est.unsupported_ops,
+    }

@@ -1,0 +1,75 @@
+"""Device memory a workload needs: weights, activations, gradients and optimizer state.
+
+Device-independent; a device compares `required_bytes` with its capacity. A workload that
+does not fit is a result (`fits: false` with what was needed), never a crash.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+from accelsim.kernels.formats import get_format
+from accelsim.workload.graph import Graph
+from accelsim.workload.tables import totals
+from accelsim.workload.work import MASTER_WEIGHT_BYTES, OPTIMIZER_STATE_TENSORS
+
+
+@lru_cache(maxsize=128)
+def peak_live_elems(graph: Graph) -> int:
+    """Peak elements of activations alive at once in a forward pass (per sample): a tensor
+    lives from the op that makes it to its last consumer (graph outputs to the end)."""
+    last_use: dict[str, int] = {}
+    for i, op in enumerate(graph.ops):
+        for t in op.inputs:
+            last_use[t] = i
+    end = len(graph.ops)
+    for t in graph.outputs:
+        last_use[t] = end
+    size = {t: math.prod(s) for t, s in graph.shapes.items()}
+    live = sum(size[t] for t in graph.inputs)
+    peak = live
+    for i, op in enumerate(graph.ops):
+        # NB: reshape/transpose outputs are counted as new tensors (no aliasing of views).
+        live += size[op.name]
+        peak = max(peak, live)
+        live -= sum(size[t] for t in set(op.inputs) if last_use.get(t) == i)
+        if op.name not in last_use:
+            live -= size[op.name]
+    return peak
+
+
+@dataclass(frozen=True)
+class MemoryNeed:
+    """Bytes a device must hold for one batch (inference) or one training step."""
+
+    weights_bytes: float
+    activations_bytes: float
+    gradients_bytes: float
+    optimizer_state_bytes: float
+
+    @property
+    def required_bytes(self) -> float:
+        return (self.weights_bytes + self.activations_bytes + self.gradients_bytes
+                + self.optimizer_state_bytes)
+
+    def check(self, capacity_bytes: float) -> dict[str, float | bool]:
+        """The record reported to users: required, capacity, fits, and the parts."""
+        return {"required_bytes": self.required_bytes, "capacity_bytes": capacity_bytes,
+                "fits": self.required_bytes <= capacity_bytes, **asdict(self)}
+
+
+def memory_need(graph: Graph, batch: int, precision: str, mode: str = "infer",
+                optimizer: str = "sgd") -> MemoryNeed:
+    """Weights at the precision's width; training adds the activations saved for backward,
+    gradients, fp32 master weights (when the precision is narrower) and optimizer state.
+    NB: framework workspace, allocator fragmentation and the CUDA context are not counted."""
+    width = get_format(precision).bytes_per_element
+    params = float(graph.params)
+    if mode == "infer":
+        return MemoryNeed(params * width, peak_live_elems(graph) * batch * width, 0.0, 0.0)
+    saved = totals(graph)["saved_elems_per_sample"] * batch * width
+    master = params * MASTER_WEIGHT_BYTES if width < MASTER_WEIGHT_BYTES else 0.0
+    state = params * MASTER_WEIGHT_BYTES * OPTIMIZER_STATE_TENSORS[optimizer]
+    return MemoryNeed(params * width + master, saved, params * width, state)
