@@ -47,3 +47,16 @@ def test_console_script_from_another_directory(tmp_path):
                            "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["name"] == "resnet18"
+
+
+def test_list_json_has_every_builtin(capsys):
+    from accelsim.devices.profile import builtin_profile_names
+
+    code, out, _ = run_cli(capsys, "list", "--json")
+    assert code == 0
+    obj = json.loads(out)
+    names = {p["name"] for p in obj["profiles"]}
+    assert names == set(builtin_profile_names())
+    assert {"a100", "tpu-v1", "alveo-u250", "edge-tpu", "xeon-8480"} <= names
+    assert {p["class"] for p in obj["profiles"]} == {"cpu", "gpu", "tpu", "fpga", "npu"}
+    assert "resnet50" in obj["workloads"] and "resnet50-train" in obj["workloads"]

@@ -7,8 +7,8 @@ import pytest
 from accelsim.devices.estimate import estimate, summary
 from accelsim.devices.null import NullProfile
 from accelsim.errors import AccelsimError
-from accelsim.workload.memory import memory_need, peak_live_elems
 from accelsim.workload.graph import GraphBuilder
+from accelsim.workload.memory import memory_need, peak_live_elems
 from accelsim.workload.zoo import build_model
 
 

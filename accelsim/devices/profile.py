@@ -1,12 +1,12 @@
 """Device hardware profiles: load `hw_profiles/devices/<name>.toml` into a frozen `DeviceProfile`.
 
     >>> from accelsim.devices.profile import load_profile
-    >>> a100 = load_profile("a100")                 # built-in name = file stem
+    >>> a100 = load_profile("a100")                 # built-in name = file stem; or a .toml path
     >>> a100.offchip_memory.bandwidth_bytes_per_s   # 2039 GB/s in the TOML
     2039000000000.0
     >>> a100.peak_flops_per_s("bf16")               # tensor cores, dense, FLOP/s
     312000000000000.0
-    >>> load_profile("my_board.toml")               # doctest: +SKIP  (a user file, by path)
+    >>> board = load_profile("my_board.toml")       # doctest: +SKIP
 
 THE SCHEMA (a contract with the cost models; the tables are in `profile_schema.py`)
 
@@ -68,7 +68,7 @@ project's (`accelsim.schema`): "[TAG] url" (a tag of shared/reference/hardware_s
 not re-read), "assumed:" (a placeholder), "not found:". `DeviceProfile.flagged_fields()` lists
 the fields resting on proxy / unverified / assumed figures, for reports.
 
-ENERGY lives in one place, not in device profiles: `hw_profiles/energy/constants.toml`, loaded by
+ENERGY constants are not in device profiles: `hw_profiles/energy/constants.toml`, loaded by
 `accelsim.devices.profile_energy.load_energy_constants()` (per-op and per-MAC energy per precision,
 SRAM read energy, off-chip energy keyed by `offchip_memory.technology`, link I/O energy).
 """

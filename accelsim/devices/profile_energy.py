@@ -1,6 +1,7 @@
 """Energy constants shared by every device profile: `hw_profiles/energy/constants.toml`.
 
-Energy lives here, in one file, not in each device profile. A device profile joins it through
+Per-op, per-MAC, SRAM, DRAM and link energy live in this one file, not in each device profile
+(static power is another file's concern). A device profile joins it through
 `offchip_memory.technology` (off-chip J/byte) and its precisions (J per MAC):
 
     >>> from accelsim.devices.profile import load_profile

@@ -30,6 +30,7 @@ from typing import Any
 from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError, ConfigError, UnknownNameError
 from accelsim.kernels.formats import FORMATS, get_format
+from accelsim.schema import Field, count, flag, parse_fields, text
 from accelsim.workload.graph import Graph
 from accelsim.workload.zoo import build_model, model_knobs, model_names
 
@@ -70,41 +71,33 @@ class Scenario:
         return _validated(replace(self, input=inputs, **changes), "command line")
 
 
-_TOP = {"name": str, "model": str, "mode": str, "batch_size": int, "precision": str,
-        "optimizer": str, "input": dict, "data": dict, "pipeline": dict}
-_REQUIRED = ("model", "mode", "batch_size", "precision")
-_PIPELINE = {"io_threads": int, "prep_workers": int, "prefetch_batches": int, "gpudirect": bool}
-
-
-def _check_type(src: str, key: str, value: Any, typ: type) -> None:
-    # bool is a subclass of int: a `true` batch size is a type error, not 1.
-    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-        raise ConfigError(src, key, value, f"expected {typ.__name__}")
-
-
-def _check_table(src: str, prefix: str, table: dict[str, Any], schema: dict[str, type]) -> None:
-    for key, value in table.items():
-        name = f"{prefix}{key}"
-        if key not in schema:
-            raise ConfigError(src, name, value, f"unknown key; allowed: {', '.join(schema)}")
-        _check_type(src, name, value, schema[key])
+_PIPELINE_FIELDS = (
+    count("io_threads", required=False), count("prep_workers", required=False),
+    Field("prefetch_batches", int, required=False, low=0, si_type=int),
+    flag("gpudirect", required=False, sourced=False),
+)
+_FIELDS = (
+    text("name", required=False), text("model"), text("mode", choices=MODES),
+    count("batch_size"), text("precision"),
+    text("optimizer", choices=OPTIMIZERS, required=False),
+    Field("data", dict, required=False, sub=(text("dataset", required=False),)),
+    Field("pipeline", dict, required=False, sub=_PIPELINE_FIELDS),
+)
 
 
 def parse_scenario(raw: dict[str, Any], src: str, default_name: str) -> Scenario:
-    """Validate a scenario table read from `src` and build the `Scenario`."""
-    _check_table(src, "", raw, _TOP)
-    for key in _REQUIRED:
-        if key not in raw:
-            raise ConfigError(src, key, None, "missing required key")
-    pipe = raw.get("pipeline", {})
-    _check_table(src, "pipeline.", pipe, _PIPELINE)
-    data = raw.get("data", {})
-    _check_table(src, "data.", data, {"dataset": str})
+    """Validate a scenario table read from `src` and build the `Scenario`. The `[input]`
+    table's keys depend on the model, so it is checked against the model's knobs."""
+    body = {k: v for k, v in raw.items() if k != "input"}
+    inputs = raw.get("input", {})
+    if not isinstance(inputs, dict):
+        raise ConfigError(src, "input", inputs, "expected a table of model knobs")
+    v = parse_fields(body, _FIELDS, src)
+    pipe = {k: x for k, x in (v["pipeline"] or {}).items() if x is not None}
     scenario = Scenario(
-        name=raw.get("name", default_name), model=raw["model"], mode=raw["mode"],
-        batch_size=raw["batch_size"], precision=raw["precision"],
-        optimizer=raw.get("optimizer", "sgd"), input=dict(raw.get("input", {})),
-        dataset=data.get("dataset"), pipeline=Pipeline(**pipe))
+        name=v["name"] or default_name, model=v["model"], mode=v["mode"],
+        batch_size=v["batch_size"], precision=v["precision"], optimizer=v["optimizer"] or "sgd",
+        input=dict(inputs), dataset=(v["data"] or {}).get("dataset"), pipeline=Pipeline(**pipe))
     return _validated(scenario, src)
 
 
@@ -128,9 +121,8 @@ def _validated(s: Scenario, src: str) -> Scenario:
         if key not in knobs:
             raise ConfigError(src, f"input.{key}", value,
                               f"model '{s.model}' takes {', '.join(knobs) or 'no knobs'}")
-        _check_type(src, f"input.{key}", value, int)
-        if value < 1:
-            raise ConfigError(src, f"input.{key}", value, "must be at least 1")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(src, f"input.{key}", value, "must be an integer >= 1")
     p = s.pipeline
     for key in ("io_threads", "prep_workers"):
         if getattr(p, key) < 1:

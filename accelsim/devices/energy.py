@@ -1,0 +1,179 @@
+"""Energy of arithmetic and data movement, and the static power of a device.
+
+Constants come from `hw_profiles/energy/constants.toml` (Horowitz, ISSCC 2014, 45 nm, 0.9 V;
+off-chip pJ/bit by memory technology; validated by `profile_energy.load_energy_constants`) and
+`hw_profiles/energy/static_power.toml`, loaded once.
+
+    >>> e = dynamic_energy_j(load_profile("a100"), "fp16", matmul_flops=np.array([2e12]),
+    ...                      other_flops=np.zeros(1), dram_bytes=np.zeros(1),
+    ...                      onchip_bytes=np.zeros(1))  # doctest: +SKIP
+
+Process scaling: the reference files cite no node-scaling law, so the 45 nm figures are NOT
+scaled by node. Instead each device gets one on-die factor, `die_energy_scale(profile)`,
+DERIVED from its datasheet (never fitted to measurements): the largest on-die power the 45 nm
+figures imply (matrix engine at its most power-hungry peak + the L2/L3 stream of full DRAM
+bandwidth) is shrunk, if needed, so that it plus DRAM power at peak bandwidth plus static power
+equals the TDP (where DRAM alone exceeds it, both shrink alike). Where the 45 nm figures
+already fit (CPUs, FPGAs, TPU v1/v3) the factor is 1; V100 gets 0.85, A100 0.34, H100 0.19.
+A fully busy device thus never exceeds its TDP; `core.finish`'s power cap is a safety net.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from accelsim.datafiles import builtin_files
+from accelsim.devices.profile_energy import EnergyConstants, load_energy_constants
+from accelsim.errors import AccelsimError, ConfigError
+
+# Non-matmul arithmetic: which Horowitz add/mult pair a precision's vector math costs.
+# NB: bf16/fp8 vector math priced as fp16, tf32 as fp32 (tf32 is a matrix-engine mode only).
+_VECTOR_OP_FAMILY = {"fp32": "fp32", "tf32": "fp32", "fp16": "fp16", "bf16": "fp16",
+                     "fp8": "fp16", "int8": "int8"}
+
+
+@dataclass(frozen=True)
+class EnergyTables:
+    """SI energies: J per MAC and per non-matmul FLOP by precision, J per byte of off-chip
+    memory by technology, and the static fraction of TDP."""
+
+    constants: EnergyConstants
+    mac_j: dict[str, float]
+    vector_flop_j: dict[str, float]
+    dram_j_per_byte: dict[str, float]
+    static_fraction_of_tdp: float
+
+
+@lru_cache(maxsize=1)
+def energy_constants() -> EnergyTables:
+    """Load the energy constants (validated by `profile_energy`) and static power, once."""
+    c = load_energy_constants()
+    files = builtin_files("hw_profiles", "energy/*.toml")
+    path = files.get("static_power")
+    if path is None:
+        raise AccelsimError("energy data file hw_profiles/energy/static_power.toml is missing")
+    static = tomllib.loads(path.read_text(encoding="utf-8"))
+    fraction = static.get("static_power", {}).get("fraction_of_tdp")
+    if not isinstance(fraction, int | float) or not 0 < fraction < 1:
+        raise ConfigError(str(path), "static_power.fraction_of_tdp", fraction,
+                          "must be a number between 0 and 1")
+    vector = {p: (c.op_j[f"{fam}_add"] + c.op_j[f"{fam}_mult"]) / 2
+              for p, fam in _VECTOR_OP_FAMILY.items()}
+    return EnergyTables(constants=c, mac_j=dict(c.mac_j), vector_flop_j=vector,
+                        dram_j_per_byte=dict(c.offchip_j_per_byte),
+                        static_fraction_of_tdp=float(fraction))
+
+
+def sram_j_per_byte(profile: Any) -> float:
+    """Per-byte energy of the device-wide on-chip memory (L2/L3/buffers).
+    NB: caches above 1 MiB priced at Horowitz's largest array (1 MiB): a lower bound."""
+    size = getattr(getattr(profile, "onchip_memory", None), "capacity_bytes", None)
+    return energy_constants().constants.sram_energy_j_per_byte(int(size or 2**20))
+
+
+def mac_energy_j(precision: str) -> float:
+    """Energy of one multiply-accumulate at `precision` (45 nm), J."""
+    table = energy_constants().mac_j
+    if precision not in table:
+        raise AccelsimError(f"no MAC energy for precision '{precision}'; known: {sorted(table)}")
+    return table[precision]
+
+
+def arithmetic_energy_j(matmul_flops: np.ndarray, other_flops: np.ndarray, precision: str,
+                        scale: float = 1.0) -> np.ndarray:
+    """Matmul FLOPs at the MAC energy (2 FLOPs per MAC), other FLOPs at the mean of the
+    precision's add and multiply energy; times the on-die `scale`."""
+    c = energy_constants()
+    per_mac = mac_energy_j(precision)
+    per_op = c.vector_flop_j.get(precision, c.vector_flop_j["fp32"])
+    mm = np.asarray(matmul_flops, dtype=float)
+    other = np.asarray(other_flops, dtype=float)
+    return scale * (mm / 2 * per_mac + other * per_op)
+
+
+def dram_energy_j(nbytes: np.ndarray, technology: str | None) -> np.ndarray:
+    """Off-chip energy of `nbytes` on memory `technology` (0 where the device has none)."""
+    nbytes = np.asarray(nbytes, dtype=float)
+    if technology is None:
+        return np.zeros_like(nbytes)
+    table = energy_constants().dram_j_per_byte
+    if technology not in table:
+        raise AccelsimError(f"no off-chip energy for memory '{technology}'; known: {sorted(table)}")
+    return nbytes * table[technology]
+
+
+def sram_energy_j(nbytes: np.ndarray, profile: Any, scale: float = 1.0) -> np.ndarray:
+    """On-chip (L2/L3/buffer) energy of `nbytes` on `profile`, times the on-die `scale`."""
+    return scale * np.asarray(nbytes, dtype=float) * sram_j_per_byte(profile)
+
+
+def static_power_w(profile: Any) -> float:
+    """Static power, W: the profile's idle_w, else its measured_min_w (the floor of a running
+    chip), else `fraction_of_tdp` x TDP (derived in static_power.toml)."""
+    power = profile.power
+    if power.idle_w is not None:
+        return float(power.idle_w)
+    if power.measured_min_w is not None:
+        return float(power.measured_min_w)
+    return energy_constants().static_fraction_of_tdp * float(power.tdp_w)
+
+
+def _peak_bandwidth_bytes_per_s(profile: Any) -> float:
+    mem = profile.offchip_memory
+    return 0.0 if mem is None else float(mem.bandwidth_bytes_per_s)
+
+
+def _dram_power_w(profile: Any) -> float:
+    mem = profile.offchip_memory
+    if mem is None:
+        return 0.0
+    return float(dram_energy_j(np.array([mem.bandwidth_bytes_per_s]), mem.technology)[0])
+
+
+@lru_cache(maxsize=256)
+def _scales(tdp_w: float, static_w: float, dram_w: float, die_w: float) -> tuple[float, float]:
+    headroom_w = tdp_w - static_w
+    if die_w + dram_w <= headroom_w:
+        return 1.0, 1.0
+    if dram_w < headroom_w:
+        return (headroom_w - dram_w) / die_w, 1.0
+    # NB: the off-chip figure alone exceeds the envelope (Horowitz's DDR pJ/bit on an LPDDR
+    # edge part): scale off-chip and on-die energy alike.
+    both = headroom_w / (die_w + dram_w)
+    return both, both
+
+
+def energy_scales(profile: Any) -> tuple[float, float]:
+    """(on-die, off-chip) energy factors of a device, derived from its datasheet (see the module
+    docstring): 1 where the 45 nm figures at peak fit TDP - static; else the on-die figures
+    shrink so that they plus DRAM at peak bandwidth fill it exactly."""
+    c = energy_constants()
+    compute = profile.compute
+    peaks = [*compute.matrix_peak_flops_per_s.items(), *compute.vector_peak_flops_per_s.items()]
+    mac_w = max((f / 2 * c.mac_j[p] for p, f in peaks if p in c.mac_j), default=0.0)
+    stream_w = _peak_bandwidth_bytes_per_s(profile) * sram_j_per_byte(profile)
+    return _scales(float(profile.power.tdp_w), static_power_w(profile), _dram_power_w(profile),
+                   max(mac_w + stream_w, 1e-30))
+
+
+def die_energy_scale(profile: Any) -> float:
+    """The on-die factor of `energy_scales`."""
+    return energy_scales(profile)[0]
+
+
+def dynamic_energy_j(profile: Any, precision: str, matmul_flops: np.ndarray,
+                     other_flops: np.ndarray, dram_bytes: np.ndarray,
+                     onchip_bytes: np.ndarray) -> np.ndarray:
+    """Switching energy per row: arithmetic + on-chip SRAM + off-chip memory (by the profile's
+    memory technology), each times its factor from `energy_scales`."""
+    die, offchip = energy_scales(profile)
+    mem = profile.offchip_memory
+    tech = None if mem is None else mem.technology
+    return (arithmetic_energy_j(matmul_flops, other_flops, precision, die)
+            + sram_energy_j(onchip_bytes, profile, die)
+            + offchip * dram_energy_j(dram_bytes, tech))

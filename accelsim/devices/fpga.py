@@ -1,0 +1,132 @@
+"""FPGA cards: GEMMs on a DPU-like overlay engine (int8) or on the DSP fabric at a bit width.
+
+Two compute paths, both from the profile:
+
+- overlay (`compute.overlay`, int8 requests): `cores` engines, each a pixel x input-channel x
+  output-channel array (PP x ICP x OCP int8 MACs per cycle, at the overlay clock), as AMD's
+  DPUCZDX8G (PG338). A GEMM (m = output pixels x batch, n = output channels, k = input
+  channels x kernel taps) takes ceil(m / PP) * ceil(n / OCP) * ceil(k / ICP) cycles per
+  instance, the tiles shared round-robin over the cores: ceil quantisation is the engine's
+  mapping loss. NB: k is quantised as a whole; a real DPU quantises the input channels of
+  each kernel tap, so layers with few input channels (a first RGB conv) come out optimistic.
+- DSP fabric (no overlay, or fp8 / fp16 / bf16): dsp_slices x macs_per_dsp[width] x clock,
+  int8 packing two MACs per DSP48E2 where the profile says so (WP486), 16-bit operands one.
+  NB: an ideal GEMM engine using every DSP every cycle (an upper bound); fp16/bf16 are costed
+  at the 16-bit integer width (the mantissa multiply; exponent logic in LUTs, not counted).
+  fp32 / tf32 are rejected: the profile publishes no MACs per DSP for them.
+
+Non-matmul ops run on the overlay's misc engine, NB: one element op per PP x OCP lane per core
+per cycle (the width of one output tile), or on the fabric at one op per DSP MAC lane.
+On-chip BRAM + URAM hold the tiles: `mapping.blocked_refetch_bytes` decides the extra DDR/HBM
+traffic when a layer does not fit. NB: only the primary off-chip memory (HBM on the U280) is
+used; `secondary_memory` is not.
+
+    fpga_costs(load_profile("alveo-u250"), work, gemms, "int8", "eager")
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.core import device_model
+from accelsim.devices.mapping import (
+    blocked_refetch_bytes,
+    onchip_capacity_bytes,
+    operand_bytes,
+    per_row,
+    row_energy_j,
+    row_gemms,
+    vector_flops,
+)
+from accelsim.devices.profile_types import DeviceProfile, OverlaySpec
+from accelsim.errors import AccelsimError
+from accelsim.kernels.formats import get_format
+
+# DSP operand width that carries each precision (profile key of compute.macs_per_dsp).
+DSP_WIDTH = {"int8": "int8", "fp8": "int8", "fp16": "int16", "bf16": "int16"}
+
+
+def dsp_width(profile: DeviceProfile, precision: str) -> str:
+    """The DSP operand width (`compute.macs_per_dsp` key) a precision runs at."""
+    width = DSP_WIDTH.get(precision)
+    if width is None or width not in profile.compute.macs_per_dsp:
+        known = sorted(p for p, w in DSP_WIDTH.items() if w in profile.compute.macs_per_dsp)
+        raise AccelsimError(f"{profile.name}: the DSP fabric is modelled for {', '.join(known)}, "
+                            f"not {precision}")
+    return width
+
+
+def dsp_macs_per_s(profile: DeviceProfile, width: str) -> float:
+    """MACs per second of the whole DSP fabric at operand width `width` ("int8", "int16")."""
+    c = profile.compute
+    return float(c.dsp_slices * c.macs_per_dsp[width] * c.clock_hz)
+
+
+def overlay_cycles(m: np.ndarray, n: np.ndarray, k: np.ndarray, count: np.ndarray,
+                   ov: OverlaySpec) -> np.ndarray:
+    """Cycles of `count` GEMMs on the overlay: PP x ICP x OCP tiles over `cores` engines."""
+    tiles = (np.ceil(np.asarray(m, float) / ov.pixel_parallelism)
+             * np.ceil(np.asarray(n, float) / ov.output_channel_parallelism)
+             * np.ceil(np.asarray(k, float) / ov.input_channel_parallelism))
+    return np.ceil(np.asarray(count, float) * tiles / ov.cores)
+
+
+def mapping_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, ov: OverlaySpec
+                       ) -> np.ndarray:
+    """Useful / spent MACs of one GEMM instance on the overlay (ceil quantisation of its tiles
+    and of the tiles over the cores)."""
+    spent = overlay_cycles(m, n, k, 1, ov) * ov.macs_per_cycle
+    return np.asarray(m, float) * n * k / spent
+
+
+def _overlay(profile: DeviceProfile, precision: str) -> OverlaySpec | None:
+    ov = profile.compute.overlay
+    return ov if ov is not None and precision == "int8" else None
+
+
+@device_model("fpga")
+def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
+               precision: str, software: str) -> pd.DataFrame:
+    """Cost of each work row on an FPGA card (overlay for int8, else the DSP fabric)."""
+    n_rows = len(work)
+    g = row_gemms(work, gemms)
+    macs = per_row(g["macs"], g["row"], n_rows)
+    vec = vector_flops(work, macs)
+    ov = _overlay(profile, precision)
+    width_bytes = get_format(precision).bytes_per_element
+    if ov is not None:
+        clock_hz = ov.clock_hz
+        mm_cycles = per_row(overlay_cycles(g["m"], g["n"], g["k"], g["count"], ov), g["row"],
+                            n_rows)
+        misc_ops_per_cycle = ov.cores * ov.pixel_parallelism * ov.output_channel_parallelism
+        # Buffer reads per busy cycle and core: PP x ICP activations and ICP x OCP weights.
+        per_cycle_bytes = ov.cores * width_bytes * ov.input_channel_parallelism * (
+            ov.pixel_parallelism + ov.output_channel_parallelism)
+    else:
+        width = dsp_width(profile, precision)
+        clock_hz = float(profile.compute.clock_hz)
+        lanes = dsp_macs_per_s(profile, width) / clock_hz
+        mm_cycles = np.ceil(macs / lanes)
+        misc_ops_per_cycle = lanes
+        per_cycle_bytes = 0.0
+    misc_cycles = np.ceil(vec / misc_ops_per_cycle)
+    # NB: a matmul row's own vector work (bias, activation) runs after its GEMMs.
+    compute_cycles = mm_cycles + misc_cycles
+    acts, weights, outs = operand_bytes(work)
+    onchip = profile.onchip_memory
+    capacity = onchip_capacity_bytes(onchip.bram_bytes, onchip.uram_bytes)
+    dram = acts + weights + outs + blocked_refetch_bytes(acts, weights, outs, capacity)
+    # NB: without an overlay the fabric's buffer traffic is taken as each operand once.
+    buffer = np.where(mm_cycles > 0, mm_cycles * per_cycle_bytes, 0.0) + acts + weights + outs
+    memory_s = dram / profile.offchip_memory.bandwidth_bytes_per_s
+    stall = np.ceil(np.maximum(memory_s * clock_hz - compute_cycles, 0.0))
+    return pd.DataFrame({
+        "compute_s": compute_cycles / clock_hz,
+        "memory_s": memory_s,
+        "overhead_s": np.zeros(n_rows),
+        "dynamic_energy_j": row_energy_j(profile, precision, macs, vec, dram, buffer),
+        "dram_bytes": dram,
+        "onchip_bytes": buffer,
+        "cycles": compute_cycles + stall,
+    }, index=work.index)

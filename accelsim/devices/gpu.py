@@ -1,0 +1,151 @@
+"""The GPU class model: tensor cores or CUDA cores, CTA tiles in waves over the SMs, L2 reuse,
+DRAM streams, kernel launch and framework overhead, under an eager or a compiled software stack.
+
+    costs = gpu_costs(load_profile("a100"), work, gemms, "fp16", "eager")
+
+Per row of the work table:
+- matmul rows run on tensor cores when the precision has a matrix-engine peak on the device,
+  else on CUDA cores (fp32 on V100/A100/H100; tf32 only where listed); a precision with neither
+  raises AccelsimError (bf16 on V100, fp8 on A100). compute_s = FLOPs x tile/wave quantization
+  / (peak x efficiency); DRAM bytes = compulsory bytes + L2 re-reads (`tiling`).
+- other rows stream their bytes at the achievable DRAM bandwidth; their FLOPs run on the CUDA
+  cores at the precision's vector peak (fp32's where the profile lists none: NB PyTorch
+  computes half-precision elementwise math in fp32 registers).
+- eager ("PyTorch-like"): every kernel pays a launch gap on the GPU, and the host's framework
+  time per kernel overlaps the GPU's work: a kernel shorter than it leaves the GPU idle.
+  compiled ("TensorRT/XLA-like"): elementwise and normalisation rows are fused into their
+  producer (their overhead vanishes, their DRAM traffic shrinks to inputs the producer did
+  not write) and the host overhead per kernel is a graph replay's. Eager below 32 bits is
+  autocast: one extra cast kernel per weighted matmul per forward (`amp_weight_casts`).
+Peaks, SM count, L2, bandwidth and clock come from the profile; efficiencies, tiles and
+overheads from `hw_profiles/efficiency/gpu.toml` (fitted ones named with their fit set).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.core import device_model
+from accelsim.devices.efficiency import load_efficiency
+from accelsim.devices.energy import dynamic_energy_j
+from accelsim.devices.tiling import fused_rows, kernel_counts, row_gemm_factors
+from accelsim.errors import AccelsimError
+from accelsim.kernels.formats import get_format
+from accelsim.workload.work import MASTER_WEIGHT_BYTES
+
+SOFTWARE = ("eager", "compiled")
+
+
+def matmul_path(profile: Any, precision: str) -> tuple[str, float]:
+    """Where matmuls at `precision` run on a GPU and at what peak: ("tensor_core", FLOP/s) when
+    the matrix engine lists the precision, else ("cuda_core", FLOP/s); raises otherwise."""
+    matrix = profile.compute.matrix_peak_flops_per_s
+    vector = profile.compute.vector_peak_flops_per_s
+    if precision in matrix:
+        return "tensor_core", float(matrix[precision])
+    if precision in vector:
+        return "cuda_core", float(vector[precision])
+    runs = sorted({*matrix, *vector})
+    raise AccelsimError(f"{profile.name} cannot run {precision} matmuls (no tensor-core or "
+                        f"CUDA-core peak for it); it runs: {', '.join(runs)}")
+
+
+def vector_peak_flops_per_s(profile: Any, precision: str) -> float:
+    """CUDA-core peak for non-matmul math at `precision` (fp32's where not listed)."""
+    vector = profile.compute.vector_peak_flops_per_s
+    if precision in vector:
+        return float(vector[precision])
+    if "fp32" in vector:
+        return float(vector["fp32"])
+    raise AccelsimError(f"{profile.name} lists no CUDA-core (vector) peak")
+
+
+def amp_weight_casts(work: pd.DataFrame, precision: str, software: str) -> np.ndarray:
+    """Cast kernels per row: eager below 32 bits is autocast (AMP), which casts each fp32
+    master weight to the compute precision once per forward (one kernel per weighted matmul
+    row). NB: a compiled engine folds the casts into its prepared weights."""
+    if software != "eager" or get_format(precision).bytes_per_element >= MASTER_WEIGHT_BYTES:
+        return np.zeros(len(work))
+    forward = (work["phase"] == "forward").to_numpy()
+    weighted = work["matmul"].to_numpy(dtype=bool) & (work["weight_bytes"] > 0).to_numpy()
+    return (forward & weighted).astype(float)
+
+
+def _check_software(software: str) -> None:
+    if software not in SOFTWARE:
+        raise AccelsimError(f"software '{software}': choose one of {', '.join(SOFTWARE)}")
+
+
+def _require(profile: Any, value: Any, field: str) -> float:
+    if value is None:
+        raise AccelsimError(f"{profile.name}: the GPU model needs {field}, which the profile "
+                            "does not publish")
+    return float(value)
+
+
+@device_model("gpu")
+def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
+              software: str) -> pd.DataFrame:
+    """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a GPU."""
+    _check_software(software)
+    eff = load_efficiency("gpu")
+    unit, matmul_peak = matmul_path(profile, precision)
+    sm_count = _require(profile, profile.compute.sm_count, "compute.sm_count")
+    clock_hz = _require(profile, profile.compute.clock_hz, "compute.clock_hz")
+    l2_bytes = _require(profile, profile.onchip_memory.l2_cache_bytes, "onchip_memory.l2_cache")
+    mem = profile.offchip_memory
+    bandwidth = _require(profile, None if mem is None else mem.bandwidth_bytes_per_s,
+                         "offchip_memory.bandwidth")
+    tile_m, tile_n = eff[f"assumed.cta_tile.{precision}"]
+    width = get_format(precision).bytes_per_element
+    gemm_eff = eff[f"fitted.{'tensor' if unit == 'tensor_core' else 'cuda'}_core_efficiency"]
+    achievable_bw = bandwidth * eff["fitted.dram_bandwidth_efficiency"]
+
+    factors = row_gemm_factors(work, gemms, width, tile_m, tile_n, sm_count,
+                               eff["assumed.split_k_min_k"],
+                               l2_bytes * eff["assumed.l2_usable_fraction"])
+    matmul = work["matmul"].to_numpy(dtype=bool)
+    flops = work["flops"].to_numpy(dtype=float)
+    read = work["read_bytes"].to_numpy(dtype=float)
+    write = work["write_bytes"].to_numpy(dtype=float)
+    quant = factors["quantization"].to_numpy()
+
+    vector_rate = vector_peak_flops_per_s(profile, precision) * eff["fitted.cuda_core_efficiency"]
+    compute_s = np.where(matmul, flops * quant / (matmul_peak * gemm_eff), flops / vector_rate)
+
+    fused = fused_rows(work) if software == "compiled" else np.zeros(len(work), dtype=bool)
+    casts = amp_weight_casts(work, precision, software)
+    # NB: a fused row still reads the inputs its producer did not write (a residual, BN
+    # parameters): read - write bytes, as its output has the producer's output size.
+    dram = np.where(fused, np.maximum(read - write, 0.0),
+                    read + write + factors["reread_bytes"].to_numpy())
+    dram = dram + casts * work["weight_bytes"].to_numpy(dtype=float) * (
+        MASTER_WEIGHT_BYTES / width + 1.0)
+    memory_s = dram / achievable_bw
+    # On-chip: GEMM tiles load their operands from L2 once per tile; streams pass L2 once.
+    onchip = np.where(matmul, flops / 2 * quant * factors["tile_bytes_per_mac"].to_numpy(),
+                      read + write)
+
+    kernels = np.where(fused, 0.0, kernel_counts(work)) + casts
+    host_per_kernel_s = (eff["fitted.eager_host_overhead_per_kernel_s"] if software == "eager"
+                         else eff["assumed.compiled_host_overhead_per_kernel_s"])
+    busy_s = np.maximum(compute_s, memory_s)
+    # NB: host work overlaps the GPU kernel by kernel (asynchronous launch); the GPU idles only
+    # when a kernel is shorter than the host time that issues the next one.
+    overhead_s = kernels * eff["assumed.kernel_launch_s"] + np.maximum(
+        kernels * host_per_kernel_s - busy_s, 0.0)
+
+    energy_j = dynamic_energy_j(profile, precision,
+                                matmul_flops=np.where(matmul, flops, 0.0),
+                                other_flops=np.where(matmul, 0.0, flops),
+                                dram_bytes=dram, onchip_bytes=onchip)
+    return pd.DataFrame({
+        "compute_s": compute_s, "memory_s": memory_s, "overhead_s": overhead_s,
+        "dynamic_energy_j": energy_j, "dram_bytes": dram, "onchip_bytes": onchip,
+        "cycles": (busy_s + overhead_s) * clock_hz,
+        "unit": np.where(fused, "fused", np.where(matmul, unit, "cuda_core")),
+        "kernels": kernels,
+    }, index=work.index)

@@ -1,0 +1,186 @@
+"""NPUs (Edge TPU, Ascend 310, Jetson Orin): a MAC array under a power envelope, a small SRAM,
+LPDDR (or none), and a host CPU for the ops the NPU cannot run.
+
+Per row of the work table:
+- matmul rows run on the MAC array at mac_count x clock when the profile gives both, else at
+  its matrix peak at the precision (OP/s / 2). A precision without a matrix peak runs on the
+  vector path if the profile lists one there (fp32 on the Orin's CUDA cores); any other is
+  rejected with the precisions the device runs (NB: no silent quantisation; ask for int8).
+  NB: ideal mapping on the MAC array: the profiles publish no array geometry.
+- other rows run on the vector path: the vector peak at the precision (or fp32), else one
+  element op per MAC lane per cycle (NB: an upper bound, no vector figure published).
+- DRAM traffic: each operand once, plus `mapping.blocked_refetch_bytes` when a layer does
+  not fit the on-chip SRAM (the L2 on the Orin). An NPU without DRAM (the Edge TPU) keeps the
+  parameters that fit in its SRAM and streams the rest from the host for every batch (Coral's
+  parameter caching), costed on the host link; activations that overflow the SRAM stream too.
+- the power envelope is the TDP cap of `core.finish`.
+- ops outside `compute.supported_ops` (absent = all run) fall back to the host CPU
+  (`host`, default the `DEFAULT_HOST` profile, as the Edge TPU's USB host): the CPU class model
+  costs them (at the same precision, else fp32), and the row pays the host-link transfer of
+  its input when the row before it ran on the NPU and of its output when the row after does.
+  Column `unit` says where each row ran ("npu" / "host"). A host row's NPU-side time is all
+  `overhead_s`; its host energy (dynamic + host static) is in the pass-through column
+  `host_energy_j`, not in `dynamic_energy_j` (NB: so that the NPU's power cap is not applied
+  to the host's power; the device energy_j thus excludes the host).
+
+Jetson AGX Orin: its profile is the whole module (GPU + 2 DLAs sharing LPDDR5) as one NPU:
+int8 at the combined peak (NB: the GPU and the DLAs perfectly sharing every layer), fp32 on
+the GPU's CUDA cores, every op supported, the host link the shared DRAM.
+
+    npu_costs(load_profile("edge-tpu"), work, gemms, "int8", "eager")
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.core import device_model, finish
+from accelsim.devices.mapping import (
+    blocked_refetch_bytes,
+    link_energy_j,
+    onchip_capacity_bytes,
+    operand_bytes,
+    per_row,
+    row_energy_j,
+    row_gemms,
+    vector_flops,
+)
+from accelsim.devices.profile_types import DeviceProfile
+from accelsim.errors import AccelsimError
+
+DEFAULT_HOST = "xeon-8380"  # profile name of the host CPU that runs unsupported ops
+
+
+def matmul_rate(profile: DeviceProfile, precision: str) -> tuple[str, float]:
+    """(path, MAC/s) of matmuls at `precision`: ("matrix", ...) or ("vector", ...)."""
+    c = profile.compute
+    if precision in c.matrix_peak_flops_per_s:
+        if c.mac_count is not None and c.clock_hz is not None and precision == "int8":
+            return "matrix", float(c.mac_count * c.clock_hz)
+        return "matrix", c.matrix_peak_flops_per_s[precision] / 2.0
+    if precision in c.vector_peak_flops_per_s:
+        return "vector", c.vector_peak_flops_per_s[precision] / 2.0
+    runs = sorted({*c.matrix_peak_flops_per_s, *c.vector_peak_flops_per_s})
+    raise AccelsimError(f"{profile.name} cannot run {precision}; it runs: {', '.join(runs)} "
+                        "(quantise the model to one of them)")
+
+
+def vector_rate(profile: DeviceProfile, precision: str, mac_per_s: float) -> float:
+    """Element op/s of non-matmul work (see module docstring)."""
+    table = profile.compute.vector_peak_flops_per_s
+    if precision in table:
+        return table[precision]
+    if "fp32" in table:
+        return table["fp32"]
+    return mac_per_s  # NB: one element op per MAC lane per cycle; no vector peak published
+
+
+def on_npu(profile: DeviceProfile, work: pd.DataFrame) -> np.ndarray:
+    """True for rows whose op kind the NPU runs (all when `supported_ops` is absent)."""
+    ops = profile.compute.supported_ops
+    if ops is None:
+        return np.ones(len(work), dtype=bool)
+    return work["op"].isin(ops).to_numpy()
+
+
+def streamed_bytes(profile: DeviceProfile, work: pd.DataFrame, capacity: float | None
+                   ) -> np.ndarray:
+    """Off-chip bytes per row (see module docstring: DRAM, or the host link without DRAM)."""
+    acts, weights, outs = operand_bytes(work)
+    if profile.offchip_memory is not None:
+        return acts + weights + outs + blocked_refetch_bytes(acts, weights, outs, capacity)
+    if capacity is None:
+        raise AccelsimError(f"{profile.name}: an NPU without DRAM needs onchip_memory.sram")
+    forward = (work["phase"] == "forward").to_numpy()
+    total_weights = float(weights[forward].sum())
+    cached = 1.0 if total_weights <= capacity else capacity / total_weights
+    # NB: parameter caching spread uniformly over the layers (Coral caches in layer order).
+    return weights * (1.0 - cached) + np.maximum(acts + outs - capacity, 0.0)
+
+
+def _host_profile(host: DeviceProfile | None) -> DeviceProfile:
+    if host is not None:
+        return host
+    from accelsim.devices.profile import load_profile
+
+    return load_profile(DEFAULT_HOST)
+
+
+def host_time_energy(host: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
+                     precision: str, software: str) -> tuple[np.ndarray, np.ndarray]:
+    """(time_s, energy_j) of `work` rows on the host CPU, through the "cpu" class model and
+    `finish` (the host's own TDP and static power). A precision the CPU model rejects runs in
+    fp32 (NB: TFLite's int8 CPU kernels would be faster)."""
+    from accelsim.devices.energy import static_power_w
+    from accelsim.devices.estimate import class_model
+
+    model = class_model("cpu")
+    try:
+        costs = model(host, work, gemms, precision, software)
+    except AccelsimError:
+        costs = model(host, work, gemms, "fp32", software)
+    done = finish(work, costs, host.power.tdp_w, static_power_w(host))
+    return done["time_s"].to_numpy(dtype=float), done["energy_j"].to_numpy(dtype=float)
+
+
+def _boundaries(work: pd.DataFrame, host_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(input crosses, output crosses): a host row whose previous / next row in the same phase
+    ran on the NPU. NB: table order stands in for graph edges."""
+    phase = work["phase"].to_numpy()
+    same_prev = np.r_[False, phase[1:] == phase[:-1]]
+    same_next = np.r_[phase[:-1] == phase[1:], False]
+    npu_prev = np.r_[False, ~host_rows[:-1]]
+    npu_next = np.r_[~host_rows[1:], False]
+    return host_rows & same_prev & npu_prev, host_rows & same_next & npu_next
+
+
+@device_model("npu")
+def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
+              precision: str, software: str, host: DeviceProfile | None = None
+              ) -> pd.DataFrame:
+    """Cost of each work row on an NPU, with host fallback (see module docstring)."""
+    n_rows = len(work)
+    _, mac_per_s = matmul_rate(profile, precision)
+    g = row_gemms(work, gemms)
+    macs = per_row(g["macs"], g["row"], n_rows)
+    vec = vector_flops(work, macs)
+    compute_s = macs / mac_per_s + vec / vector_rate(profile, precision, mac_per_s)
+    onchip = profile.onchip_memory
+    capacity = onchip_capacity_bytes(onchip.sram_bytes) or onchip_capacity_bytes(
+        onchip.l2_cache_bytes)  # NB: the Orin's L2 stands in for an NPU SRAM
+    off = streamed_bytes(profile, work, capacity)
+    acts, weights, outs = operand_bytes(work)
+    link = profile.host_link
+    if profile.offchip_memory is not None:
+        memory_s = off / profile.offchip_memory.bandwidth_bytes_per_s
+        energy = row_energy_j(profile, precision, macs, vec, off, acts + weights + outs)
+    else:
+        memory_s = off / link.bandwidth_bytes_per_s
+        energy = (row_energy_j(profile, precision, macs, vec, np.zeros(n_rows),
+                               acts + weights + outs) + link_energy_j(off, link.kind))
+    c = profile.compute
+    clock_hz = c.clock_hz
+    cycles = (np.maximum(compute_s, memory_s) * clock_hz if clock_hz is not None
+              else np.full(n_rows, np.nan))
+    out = pd.DataFrame({
+        "compute_s": compute_s, "memory_s": memory_s, "overhead_s": np.zeros(n_rows),
+        "dynamic_energy_j": energy, "dram_bytes": off, "onchip_bytes": acts + weights + outs,
+        "cycles": cycles, "unit": "npu", "host_energy_j": np.zeros(n_rows),
+    }, index=work.index)
+    host_rows = ~on_npu(profile, work)
+    if not host_rows.any():
+        return out
+    hp = _host_profile(host)
+    sub = work[host_rows]
+    host_s, host_j = host_time_energy(hp, sub, gemms, precision, software)
+    cross_in, cross_out = _boundaries(work, host_rows)
+    moved = (np.where(cross_in, acts, 0.0) + np.where(cross_out, outs, 0.0))[host_rows]
+    out.loc[host_rows, ["compute_s", "memory_s", "onchip_bytes"]] = 0.0
+    out.loc[host_rows, "overhead_s"] = host_s + moved / link.bandwidth_bytes_per_s
+    out.loc[host_rows, "dynamic_energy_j"] = link_energy_j(moved, link.kind)
+    out.loc[host_rows, "dram_bytes"] = moved if profile.offchip_memory is not None else 0.0
+    out.loc[host_rows, "cycles"] = np.nan
+    out.loc[host_rows, "unit"] = "host"
+    out.loc[host_rows, "host_energy_j"] = host_j
+    return out

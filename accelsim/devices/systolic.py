@@ -1,0 +1,237 @@
+"""TPU-like systolic arrays: GEMMs folded onto R x C arrays, as SCALE-Sim counts them.
+
+A GEMM (M x K) @ (K x N) maps onto the array by dataflow (Samajdar et al., "SCALE-Sim:
+Systolic CNN Accelerator Simulator", arXiv:1811.02883, 2018; "A Systematic Methodology for
+Characterizing Scalability of DNN Accelerators using SCALE-Sim", ISPASS 2020, sec. III):
+
+    dataflow  pinned in the PEs     spatial rows S_R  spatial cols S_C  temporal T
+    ws        weights (K x N)       K                 N                 M
+    is        inputs  (K x M)       K                 M                 N
+    os        outputs (M x N)       M                 N                 K
+
+folds F = ceil(S_R / R) * ceil(S_C / C), a partial fold charged in full, and cycles
+
+    ws, is:  F * (2R + C + T - 2) - 1    (R cycles of weight/input preload, then the skewed
+                                          stream: T + R + C - 2 cycles until the last partial
+                                          sum leaves the bottom row)
+    os:      F * (R + C + T - 2) - 1     (skewed operands meet in the last PE after R + C - 2
+                                          cycles, then T MACs; the output drain is overlapped)
+
+The "- 1" is SCALE-Sim's convention of reporting the stamp of the last cycle, cycles numbered
+from 0. NB: the ISPASS 2020 paper writes 2 S_R + S_C + T - 2 for every dataflow; the os
+formula here leaves out the R-cycle output drain, as the issue that specified it does.
+`mxu_count` arrays share the folds of a GEMM (round-robin). `accelsim.devices.
+systolic_emulator` steps a PE grid cycle by cycle and reproduces these counts exactly.
+
+Dataflow is chosen by the `software` argument of the class model: "ws", "os" or "is" select
+it; any other value ("eager", "compiled") keeps the default, weight stationary (the TPU's).
+
+    gemm_cycles(m=100, n=64, k=300, rows=128, cols=128, dataflow="ws")  # 3 * 482 - 1 = 1445
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.core import device_model
+from accelsim.devices.mapping import (
+    ACCUMULATOR_BYTES_PER_ELEMENT,
+    mac_weighted,
+    operand_bytes,
+    per_row,
+    row_energy_j,
+    row_gemms,
+    vector_flops,
+)
+from accelsim.devices.profile_types import DeviceProfile
+from accelsim.errors import AccelsimError
+from accelsim.kernels.formats import get_format
+
+DATAFLOWS = ("ws", "os", "is")
+DEFAULT_DATAFLOW = "ws"
+# Float precisions an MXU without them runs as one bf16 pass (XLA's default matmul precision
+# on TPUs): an architectural convention, not a device figure.
+_BF16_PASS = frozenset({"fp32", "tf32", "fp16"})
+
+Array = np.ndarray | float | int
+
+
+def dataflow_for(software: str) -> str:
+    """The dataflow a `software` value selects: "ws", "os", "is", else the default (ws)."""
+    return software if software in DATAFLOWS else DEFAULT_DATAFLOW
+
+
+def _check(dataflow: str) -> None:
+    if dataflow not in DATAFLOWS:
+        raise AccelsimError(f"dataflow '{dataflow}': choose one of {', '.join(DATAFLOWS)}")
+
+
+def array_mapping(m: Array, n: Array, k: Array, dataflow: str) -> tuple[Array, Array, Array]:
+    """(S_R, S_C, T): the GEMM dimensions laid along the array rows, columns and time."""
+    _check(dataflow)
+    if dataflow == "ws":
+        return k, n, m
+    if dataflow == "is":
+        return k, m, n
+    return m, n, k
+
+
+def fold_counts(m: Array, n: Array, k: Array, rows: int, cols: int, dataflow: str
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(row folds ceil(S_R / R), column folds ceil(S_C / C)); partial folds count whole."""
+    sr, sc, _ = array_mapping(m, n, k, dataflow)
+    return np.ceil(np.asarray(sr, float) / rows), np.ceil(np.asarray(sc, float) / cols)
+
+
+def cycles_per_fold(rows: int, cols: int, t: Array, dataflow: str) -> np.ndarray:
+    """Cycles of one fold: 2R + C + T - 2 (ws, is) or R + C + T - 2 (os)."""
+    _check(dataflow)
+    preload = rows if dataflow in ("ws", "is") else 0
+    return preload + rows + cols + np.asarray(t, float) - 2
+
+
+def gemm_cycles(m: Array, n: Array, k: Array, rows: int, cols: int, dataflow: str,
+                count: Array = 1, arrays: int = 1) -> np.ndarray:
+    """SCALE-Sim cycles of `count` independent GEMMs on `arrays` R x C arrays sharing the
+    folds: ceil(count * F / arrays) * cycles_per_fold - 1. Vectorised over m, n, k, count."""
+    fr, fc = fold_counts(m, n, k, rows, cols, dataflow)
+    _, _, t = array_mapping(m, n, k, dataflow)
+    rounds = np.ceil(np.asarray(count, float) * fr * fc / arrays)
+    return rounds * cycles_per_fold(rows, cols, t, dataflow) - 1
+
+
+def reuse_factors(m: Array, n: Array, k: Array, rows: int, cols: int, dataflow: str
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How often each operand passes between buffer and array (SCALE-Sim's SRAM traffic):
+    (input passes, weight passes, partial-sum passes). The pinned operand passes once; the
+    streamed one once per fold along the other array dimension; partial sums once per row
+    fold (ws, is: accumulated over K folds) or once (os: they stay in the PEs)."""
+    fr, fc = fold_counts(m, n, k, rows, cols, dataflow)
+    one = np.ones_like(fr)
+    if dataflow == "ws":
+        return fc, one, fr
+    if dataflow == "is":
+        return one, fc, fr
+    return fc, fr, one
+
+
+def stall_cycles(compute_cycles: np.ndarray, memory_s: np.ndarray, clock_hz: float
+                 ) -> np.ndarray:
+    """Cycles the array waits on memory: memory time in cycles beyond the compute cycles.
+    NB: compute and memory overlap perfectly (double buffering), so only the excess stalls."""
+    return np.ceil(np.maximum(memory_s * clock_hz - compute_cycles, 0.0))
+
+
+def mxu_precision(profile: DeviceProfile, precision: str) -> str:
+    """The precision the MXU runs a request at: itself when the matrix peak table lists it;
+    fp32 / tf32 / fp16 as bf16 where the MXU has bf16; otherwise an error."""
+    supported = profile.supported_precisions(tensor=True)
+    if precision in supported:
+        return precision
+    if precision in _BF16_PASS and "bf16" in supported:
+        return "bf16"  # NB: one bf16 pass; XLA's HIGHEST precision (3 to 6 passes) not modelled
+    raise AccelsimError(f"{profile.name}: the matrix units run {', '.join(supported)}, "
+                        f"not {precision}")
+
+
+def vector_ops_per_s(profile: DeviceProfile, precision: str) -> float:
+    """Throughput of the vector unit (activations, normalisation, pooling, updates), op/s:
+    the profile's vector peak at `precision` (or fp32) when published, else one element op
+    per MXU column lane per cycle over all MXUs."""
+    table = profile.compute.vector_peak_flops_per_s
+    if precision in table:
+        return table[precision]
+    if "fp32" in table:
+        return table["fp32"]
+    c = profile.compute
+    # NB: derived, not published: TPU v1's activation unit consumes one mxu_cols-wide
+    # accumulator row per cycle (Jouppi et al. 2017); later TPUs' VPUs are wider.
+    return float(c.mxu_count * c.mxu_cols * c.clock_hz)
+
+
+def buffer_dram_bytes(profile: DeviceProfile, work: pd.DataFrame, g: pd.DataFrame,
+                      dataflow: str, rows: int, cols: int, width: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """(DRAM bytes, buffer bytes) per work row. DRAM: each operand once (compulsory), plus an
+    operand larger than half the unified buffer re-fetched on every pass `reuse_factors`
+    gives it, plus partial sums spilled (written and read back) on every extra row fold when
+    one fold's outputs (T x C x 4 bytes) overflow the accumulators (or the pinned operand
+    re-read per accumulator-sized chunk of T, if cheaper). `width`: bytes per operand element.
+    Buffer: SCALE-Sim's SRAM traffic, operands x passes."""
+    n_rows = len(work)
+    onchip = profile.onchip_memory
+    # NB: a profile without unified_buffer / vmem (TPU v3, v4 publish none) gets compulsory
+    # traffic only: the ideal-reuse bound.
+    ub = onchip.unified_buffer_bytes or onchip.vmem_bytes
+    acc = onchip.accumulator_bytes or (ub / 2.0 if ub else None)
+    acts, weights, outs = operand_bytes(work)
+    in_p, w_p, ps_p = reuse_factors(g["m"], g["n"], g["k"], rows, cols, dataflow)
+    in_pass = mac_weighted(in_p, g, n_rows)
+    w_pass = mac_weighted(w_p, g, n_rows)
+    _, _, t = array_mapping(g["m"].to_numpy(), g["n"].to_numpy(), g["k"].to_numpy(), dataflow)
+    psum_elems = (g["m"] * g["n"] * g["count"]).to_numpy()
+    psum_bytes = psum_elems * ACCUMULATOR_BYTES_PER_ELEMENT
+    dram = acts + weights + outs
+    if ub is not None:
+        # NB: half the buffer holds the operand; the other half the tiles in flight.
+        dram = dram + np.where(acts > ub / 2, acts * (in_pass - 1), 0.0)
+        dram = dram + np.where(weights > ub / 2, weights * (w_pass - 1), 0.0)
+    if acc is not None:
+        # One fold's outputs overflow the accumulators: either spill partial sums on every
+        # extra row fold, or cut T into accumulator-sized chunks and re-read the pinned
+        # operand per chunk; the cheaper is taken (NB: cycles stay SCALE-Sim's, whole T).
+        slice_bytes = np.asarray(t, float) * cols * ACCUMULATOR_BYTES_PER_ELEMENT
+        chunks = np.ceil(slice_bytes / acc)
+        pinned_bytes = np.where(dataflow == "is", g["m"] * g["k"], g["k"] * g["n"])
+        pinned_bytes = pinned_bytes * g["count"].to_numpy() * width
+        spill_bytes = np.minimum(2.0 * psum_bytes * (ps_p - 1), pinned_bytes * (chunks - 1))
+        if dataflow != "os":
+            dram = dram + per_row(np.where(chunks > 1, spill_bytes, 0.0), g["row"], n_rows)
+    no_gemm = per_row(g["macs"], g["row"], n_rows) == 0
+    buffer = per_row(psum_bytes * ps_p, g["row"], n_rows) + acts * in_pass + weights * w_pass
+    buffer = np.where(no_gemm, acts + weights + outs, buffer + outs)
+    return dram, buffer
+
+
+@device_model("tpu")
+def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
+                   precision: str, software: str, dataflow: str | None = None) -> pd.DataFrame:
+    """Cost of each work row on a TPU-like chip: GEMMs folded onto its MXUs (`dataflow`, or
+    the one `software` selects), the rest on its vector unit, DRAM traffic set by the unified
+    buffer, stalls where DRAM (or the buffer's bandwidth) cannot feed the arrays."""
+    flow = dataflow or dataflow_for(software)
+    _check(flow)
+    run = mxu_precision(profile, precision)
+    c = profile.compute
+    rows, cols, clock_hz = int(c.mxu_rows), int(c.mxu_cols), float(c.clock_hz)
+    n_rows = len(work)
+    g = row_gemms(work, gemms)
+    macs = per_row(g["macs"], g["row"], n_rows)
+    mxu_cycles = per_row(gemm_cycles(g["m"], g["n"], g["k"], rows, cols, flow, g["count"],
+                                     int(c.mxu_count)), g["row"], n_rows)
+    vec = vector_flops(work, macs)
+    # NB: vector work of a matmul row (softmax, gates) runs after its GEMMs, not overlapped.
+    compute_cycles = mxu_cycles + np.ceil(vec / vector_ops_per_s(profile, run) * clock_hz)
+    dram, buffer = buffer_dram_bytes(profile, work, g, flow, rows, cols,
+                                     get_format(precision).bytes_per_element)
+    memory_s = dram / profile.offchip_memory.bandwidth_bytes_per_s
+    ub_bw = profile.onchip_memory.unified_buffer_bandwidth_bytes_per_s
+    if ub_bw is not None:
+        acts, _, outs = operand_bytes(work)
+        in_pass = mac_weighted(reuse_factors(g["m"], g["n"], g["k"], rows, cols, flow)[0],
+                               g, n_rows)
+        # NB: only activations in and results out use the buffer's port; weights arrive
+        # through the weight FIFO and partial sums live in the accumulators.
+        memory_s = np.maximum(memory_s, (acts * in_pass + outs) / ub_bw)
+    cycles = compute_cycles + stall_cycles(compute_cycles, memory_s, clock_hz)
+    energy = row_energy_j(profile, run, macs, vec, dram, buffer)
+    return pd.DataFrame({
+        "compute_s": compute_cycles / clock_hz,
+        "memory_s": memory_s,
+        "overhead_s": np.zeros(n_rows),
+        "dynamic_energy_j": energy,
+        "dram_bytes": dram,
+        "onchip_bytes": buffer,
+        "cycles": cycles,
+    }, index=work.index)

@@ -1,0 +1,187 @@
+"""What one training simulation runs: a scenario on a system, with overrides, validated.
+
+    cfg = TrainConfig(resolve_workload("resnet50-train"), load_system("dgx-a100"),
+                      devices=4, dataset="imagenet-records", steps=100, seed=1)
+    plan = resolve_config(cfg)   # loads the parts, checks every field; AccelsimError if bad
+
+`TrainConfig` holds what the user chose (None = take the scenario's or the system's default);
+`resolve_config` fills the defaults in, loads the named parts and runs one cross-field
+validation (the Ciw pattern), returning a `TrainPlan` the SimPy model reads. Both are frozen
+and picklable, so sweeps can ship them to worker processes.
+
+Per-accelerator knobs: `io_threads` and `prep_workers` are per accelerator, as a PyTorch
+DataLoader's `num_workers` is per rank and DLIO's `read_threads` per accelerator; they share
+the host's storage and cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from accelsim.devices.estimate import SOFTWARE
+from accelsim.errors import AccelsimError
+from accelsim.interconnect.collectives import ALGORITHMS
+from accelsim.sim.system import GDS_STORAGE_KINDS, System
+from accelsim.storage.datasets import Dataset, load_dataset
+from accelsim.storage.media import StorageMedium, load_storage
+from accelsim.workload.scenario import Scenario
+
+FRAMEWORK_CORES_PER_DEVICE = 1  # the training process driving each accelerator
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A training run as the user asked for it. None means: the scenario's or system's value.
+
+    Lengths: give `steps` (global steps, may span epochs) or `epochs` (whole epochs, each
+    simulated sample by sample-batch, not extrapolated); neither means one epoch."""
+
+    scenario: Scenario
+    system: System
+    devices: int | None = None
+    dataset: str | Dataset | None = None
+    storage: str | StorageMedium | None = None
+    storage_count: int | None = None
+    io_threads: int | None = None
+    prep_workers: int | None = None
+    prefetch_batches: int | None = None
+    gpudirect: bool | None = None
+    pinned_memory: bool = True
+    allreduce: str = "ring"
+    overlap_allreduce: bool = True
+    steps: int | None = None
+    epochs: int | None = None
+    seed: int = 0
+    software: str = "eager"
+    device_profile: Any = None  # a loaded device profile (e.g. NullProfile) replacing the system's
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """A validated `TrainConfig` with every default filled in and every part loaded."""
+
+    scenario: Scenario
+    system: System  # storage, storage count and device count already overridden
+    dataset: Dataset
+    device_profile: Any
+    devices: int
+    batch_size: int  # per accelerator
+    io_threads: int  # per accelerator
+    prep_workers: int  # per accelerator
+    prefetch_batches: int
+    gpudirect: bool
+    pinned_memory: bool
+    allreduce: str
+    overlap_allreduce: bool
+    steps: int | None
+    epochs: int
+    seed: int
+    software: str
+
+    @property
+    def global_batch(self) -> int:
+        return self.batch_size * self.devices
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return -(-self.dataset.sample_count // self.global_batch)
+
+    @property
+    def total_steps(self) -> int:
+        return self.steps if self.steps is not None else self.epochs * self.steps_per_epoch
+
+    @property
+    def prep_cores(self) -> int:
+        """Host cores left for input preparation after the framework's own."""
+        return self.system.host.cores - FRAMEWORK_CORES_PER_DEVICE * self.devices
+
+
+def _bad(field: str, value: object, problem: str) -> AccelsimError:
+    return AccelsimError(f"training config: '{field}' = {value!r}: {problem}")
+
+
+def _whole(field: str, value: object, low: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _bad(field, value, "expected a whole number")
+    if value < low:
+        raise _bad(field, value, f"must be at least {low}")
+    return value
+
+
+def _flag(field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(field, value, "expected true or false")
+    return value
+
+
+def _load_profile(system: System, given: Any) -> Any:
+    if given is not None:
+        return given
+    from accelsim.devices.profile import load_profile
+
+    return load_profile(system.device)
+
+
+def resolve_config(cfg: TrainConfig) -> TrainPlan:
+    """Fill the defaults in, load the parts and validate all fields together."""
+    sc, sysm, pipe = cfg.scenario, cfg.system, cfg.scenario.pipeline
+    if sc.mode != "train":
+        raise _bad("scenario.mode", sc.mode, f"scenario '{sc.name}' is not a training scenario")
+    devices = _whole("devices", sysm.device_count if cfg.devices is None else cfg.devices, 1)
+    if devices > sysm.device_count:
+        raise _bad("devices", devices, f"system '{sysm.name}' has only {sysm.device_count} "
+                   f"accelerators")
+    io_threads = _whole("io_threads", pipe.io_threads if cfg.io_threads is None
+                        else cfg.io_threads, 1)
+    prep_workers = _whole("prep_workers", pipe.prep_workers if cfg.prep_workers is None
+                          else cfg.prep_workers, 1)
+    prefetch = _whole("prefetch_batches", pipe.prefetch_batches if cfg.prefetch_batches is None
+                      else cfg.prefetch_batches, 0)
+    gpudirect = _flag("gpudirect", pipe.gpudirect if cfg.gpudirect is None else cfg.gpudirect)
+    pinned = _flag("pinned_memory", cfg.pinned_memory)
+    overlap = _flag("overlap_allreduce", cfg.overlap_allreduce)
+    if cfg.allreduce not in ALGORITHMS:
+        raise _bad("allreduce", cfg.allreduce, f"choose one of {', '.join(ALGORITHMS)}")
+    if cfg.software not in SOFTWARE:
+        raise _bad("software", cfg.software, f"choose one of {', '.join(SOFTWARE)}")
+    if cfg.steps is not None and cfg.epochs is not None:
+        raise _bad("steps", cfg.steps, "give steps or epochs, not both")
+    steps = None if cfg.steps is None else _whole("steps", cfg.steps, 1)
+    epochs = 1 if cfg.epochs is None else _whole("epochs", cfg.epochs, 1)
+    seed = _whole("seed", cfg.seed, 0)
+
+    storage = sysm.storage
+    if cfg.storage is not None:
+        storage = cfg.storage if isinstance(cfg.storage, StorageMedium) else load_storage(
+            cfg.storage)
+    storage_count = _whole("storage_count", sysm.storage_count if cfg.storage_count is None
+                           else cfg.storage_count, 1)
+    if storage.over_network and sysm.network is None:
+        raise _bad("storage", storage.name, f"is reached over the network and system "
+                   f"'{sysm.name}' has none")
+    ds_spec = cfg.dataset if cfg.dataset is not None else sc.dataset
+    if ds_spec is None:
+        dataset = sysm.default_dataset
+    else:
+        dataset = ds_spec if isinstance(ds_spec, Dataset) else load_dataset(ds_spec)
+    if gpudirect:
+        if not sysm.gpudirect_storage:
+            raise _bad("gpudirect", True, f"system '{sysm.name}' does not support GPUDirect "
+                       "Storage")
+        if storage.kind not in GDS_STORAGE_KINDS:
+            raise _bad("gpudirect", True, f"needs {' or '.join(GDS_STORAGE_KINDS)} storage, "
+                       f"not {storage.kind} ('{storage.name}')")
+    system = replace(sysm, storage=storage, storage_count=storage_count, device_count=devices)
+    plan = TrainPlan(
+        scenario=sc, system=system, dataset=dataset,
+        device_profile=_load_profile(sysm, cfg.device_profile), devices=devices,
+        batch_size=sc.batch_size, io_threads=io_threads, prep_workers=prep_workers,
+        prefetch_batches=prefetch, gpudirect=gpudirect, pinned_memory=pinned,
+        allreduce=cfg.allreduce, overlap_allreduce=overlap, steps=steps, epochs=epochs,
+        seed=seed, software=cfg.software)
+    if not gpudirect and plan.prep_cores < 1:
+        raise _bad("devices", devices, f"host has {sysm.host.cores} cores and the framework "
+                   f"takes {FRAMEWORK_CORES_PER_DEVICE} per accelerator: none left to prepare "
+                   "input")
+    return plan

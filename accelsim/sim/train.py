@@ -1,0 +1,327 @@
+"""The training pipeline as a SimPy model: IO -> prepare -> transfer -> compute -> all-reduce.
+
+Contention in SimPy's own terms:
+
+- storage: a `Resource` of `max_concurrency x count` request slots (held for a request's
+  whole life) and a one-at-a-time service channel (held for max(bytes / bandwidth, IOs /
+  IOPS, bytes / network bandwidth)): latencies overlap across IO threads, bandwidth and the
+  IOPS cap are shared. IO threads are processes, one per (batch, thread) aggregate read
+  (`accelsim.sim.readplan`).
+- host CPU: a `Resource` with one slot per core left after the framework's; prep workers are
+  processes, one per (batch, worker) chunk of samples, each holding a core.
+- host-to-device links: one `Resource` per accelerator; the device-to-device fabric: one.
+- prefetch: a `Container` of N+1 tokens per accelerator. A batch takes one when its read
+  starts and gives it back when its training step ends, so N batches load while one trains;
+  with N = 0 the stages run one after another.
+
+Each accelerator trains its batch (forward, backward), joins the gradient all-reduce (started
+when the last device is ready: at backward start if overlapped, else at backward end), then
+runs the optimizer. Time waiting for a batch is a stall, split by where the batch was while
+the accelerator waited (still reading: fetch; being prepared: prep; being copied: transfer);
+time waiting for the all-reduce is a communication stall. Records: `accelsim.sim.records`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import simpy
+
+from accelsim.interconnect.links import BITS_PER_BYTE, Link
+from accelsim.sim.config import TrainPlan
+from accelsim.sim.readplan import ReadPlan
+from accelsim.sim.records import Recorder
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """One accelerator's training step at one batch size, from the device cost model."""
+
+    forward_s: float = 0.0
+    backward_s: float = 0.0
+    optimizer_s: float = 0.0
+    forward_j: float = 0.0
+    backward_j: float = 0.0
+    optimizer_j: float = 0.0
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """Everything the SimPy model needs beyond the plan: per-batch-size compute, the
+    all-reduce, and the energy rates of the host."""
+
+    compute: Mapping[int, PhaseCost]  # by per-accelerator batch size
+    allreduce_s: float
+    allreduce_wire_bytes: float
+    core_power_w: float  # one busy host core
+    dram_j_per_byte: float
+
+
+def resource_names(plan: TrainPlan) -> dict[str, str]:
+    """Record resource name of each role: storage, network, host_cpu, h2d, d2d."""
+    s = plan.system
+    h2d = s.host_to_device.kind
+    d2d = s.device_to_device.kind if s.device_to_device is not None else "d2d"
+    return {"storage": "storage", "network": "network", "host_cpu": "host_cpu", "h2d": h2d,
+            "d2d": d2d if d2d not in (h2d, "network", "storage") else f"{d2d}_p2p",
+            "dram": "dram"}
+
+
+def _link_j(link: Link | None, n_bytes: float) -> float:
+    if link is None or link.energy_j_per_bit is None:
+        return 0.0  # NB: links without a published energy figure cost nothing here.
+    return n_bytes * BITS_PER_BYTE * link.energy_j_per_bit
+
+
+class TrainModel:
+    """One run of the pipeline. Build, call `run()`, read `recorder`."""
+
+    def __init__(self, plan: TrainPlan, reads: ReadPlan, costs: StepCosts) -> None:
+        self.plan, self.reads, self.costs = plan, reads, costs
+        self.names = resource_names(plan)
+        self.recorder = Recorder()
+        self.env = simpy.Environment()
+        s, env, n = plan.system, self.env, plan.devices
+        medium = s.storage
+        self.latency_s = medium.request_latency_s
+        if plan.gpudirect and medium.gds_request_latency_s is not None:
+            self.latency_s = medium.gds_request_latency_s
+        self.storage_bw = s.storage_read_bandwidth_bytes_per_s
+        self.iops = s.storage_count * medium.random_read_4k_iops
+        # NB: the whole NIC set of the host carries storage traffic at its achieved bandwidth.
+        self.net_bw = (s.nic_count * s.network.achieved_bandwidth_bytes_per_s
+                       if medium.over_network and s.network is not None else 0.0)
+        slots = medium.max_concurrency * s.storage_count
+        self.slots = simpy.Resource(env, slots) if plan.io_threads * n > slots else None
+        self.channel = simpy.Resource(env, 1)
+        self.cpu = simpy.Resource(env, max(plan.prep_cores, 1))
+        self.h2d = [simpy.Resource(env, 1) for _ in range(n)]
+        self.d2d = simpy.Resource(env, 1)
+        self.io_pool = [simpy.Resource(env, plan.io_threads) for _ in range(n)]
+        self.window = [simpy.Container(env, plan.prefetch_batches + 1,
+                                       init=plan.prefetch_batches + 1) for _ in range(n)]
+        steps = reads.steps
+        # Per (device, step): the batch is read / prepared / on the device.
+        self.read_ev = [[env.event() for _ in range(steps)] for _ in range(n)]
+        self.prep_ev = self.read_ev if plan.gpudirect else [
+            [env.event() for _ in range(steps)] for _ in range(n)]
+        self.ready_ev = self.read_ev if plan.gpudirect else [
+            [env.event() for _ in range(steps)] for _ in range(n)]
+        self.read_done = np.zeros((n, steps))
+        self.prep_done = np.zeros((n, steps))
+        self.batch_samples = reads.batch_samples()
+        self._arrivals: dict[int, list[float]] = {}
+        self._comm_done: dict[int, simpy.Event] = {}
+        # NB: a pageable copy is staged by one core at its share of the host DRAM bandwidth.
+        self.copy_bw = s.host.dram_bandwidth_bytes_per_s / s.host.cores
+
+    def run(self) -> Recorder:
+        for d in range(self.plan.devices):
+            self.env.process(self._reader(d))
+            if not self.plan.gpudirect:
+                self.env.process(self._preparer(d))
+                self.env.process(self._transferer(d))
+            self.env.process(self._trainer(d))
+        self.env.run()
+        return self.recorder
+
+    # ------------------------------------------------------------------ IO
+
+    def _reader(self, d: int) -> Generator[Any, Any, None]:
+        """Starts each batch's reads once its prefetch token is free; the reads of the next
+        batch queue for the accelerator's IO threads behind this one's (no barrier)."""
+        env, r = self.env, self.reads
+        for g in range(r.steps):
+            yield self.window[d].get(1)
+            threads = np.flatnonzero(r.requests[g, d])
+            if not threads.size:
+                self._finish(self.read_done, self.read_ev, d, g)
+                continue
+            pending = [int(threads.size)]
+            for t in threads:
+                env.process(self._read(d, g, int(r.requests[g, d, t]), float(r.bytes[g, d, t]),
+                                       int(r.samples[g, d, t]), pending))
+
+    def _finish(self, times: np.ndarray, events: list[list[simpy.Event]], d: int,
+                g: int) -> None:
+        times[d, g] = self.env.now
+        events[d][g].succeed()
+
+    def _read(self, d: int, g: int, n_req: int, n_bytes: float, n_samples: int,
+              pending: list[int]) -> Generator[Any, Any, None]:
+        env, rec = self.env, self.recorder
+        thread = self.io_pool[d].request()
+        yield thread
+        slot = None
+        if self.slots is not None:
+            slot = self.slots.request()
+            yield slot
+        yield env.timeout(n_req * self.latency_s)
+        with self.channel.request() as req:
+            yield req
+            t0 = env.now
+            store_s = max(n_bytes / self.storage_bw, n_req / self.iops)
+            net_s = n_bytes / self.net_bw if self.net_bw else 0.0
+            yield env.timeout(max(store_s, net_s))
+            # NB: storage media draw no modelled energy (no power figure in the profiles).
+            rec.add("storage", "read", t0, t0 + store_s, g, d, n_samples, n_bytes)
+            if net_s:
+                rec.add("network", "read", t0, t0 + net_s, g, d, n_samples, n_bytes,
+                        _link_j(self.plan.system.network, n_bytes))
+        if slot is not None:
+            self.slots.release(slot)
+        if self.plan.gpudirect:
+            link = self.plan.system.host_to_device
+            with self.h2d[d].request() as req:
+                yield req
+                t0 = env.now
+                yield env.timeout(link.latency_s + n_bytes / link.achieved_bandwidth_bytes_per_s)
+                rec.add(self.names["h2d"], "h2d", t0, env.now, g, d, n_samples, n_bytes,
+                        _link_j(link, n_bytes), "gds")
+        self.io_pool[d].release(thread)
+        pending[0] -= 1
+        if not pending[0]:
+            self._finish(self.read_done, self.read_ev, d, g)
+
+    # ------------------------------------------------------------------ prepare
+
+    def _preparer(self, d: int) -> Generator[Any, Any, None]:
+        env, ds = self.env, self.plan.dataset
+        for g in range(self.reads.steps):
+            yield self.read_ev[d][g]
+            samples = int(self.batch_samples[g, d])
+            k = min(self.plan.prep_workers, samples)
+            if ds.prep_s_per_sample_per_core > 0 and k > 0:
+                done, pending = env.event(), [k]
+                base, extra = divmod(samples, k)
+                for w in range(k):
+                    env.process(self._prep(d, g, base + (w < extra), pending, done))
+                yield done
+            else:  # nothing to prepare: the batch passes straight through
+                self.recorder.add(self.names["host_cpu"], "prep", env.now, env.now, g, d,
+                                  samples, samples * ds.decoded_sample_bytes)
+            self._finish(self.prep_done, self.prep_ev, d, g)
+
+    def _prep(self, d: int, g: int, n_samples: int, pending: list[int],
+              done: simpy.Event) -> Generator[Any, Any, None]:
+        env, ds = self.env, self.plan.dataset
+        with self.cpu.request() as req:
+            yield req
+            t0 = env.now
+            # NB: the dataset's per-core prep time, not rescaled to this host's CPU.
+            busy_s = n_samples * ds.prep_s_per_sample_per_core
+            yield env.timeout(busy_s)
+            self.recorder.add(self.names["host_cpu"], "prep", t0, env.now, g, d, n_samples,
+                              n_samples * ds.decoded_sample_bytes,
+                              busy_s * self.costs.core_power_w)
+        pending[0] -= 1
+        if not pending[0]:
+            done.succeed()
+
+    # ------------------------------------------------------------------ transfer
+
+    def _transferer(self, d: int) -> Generator[Any, Any, None]:
+        env, rec, plan = self.env, self.recorder, self.plan
+        link = plan.system.host_to_device
+        for g in range(self.reads.steps):
+            yield self.prep_ev[d][g]
+            samples = int(self.batch_samples[g, d])
+            n_bytes = float(samples * plan.dataset.decoded_sample_bytes)
+            stored = float(self.reads.bytes[g, d].sum())
+            # NB: host DRAM traffic: stored bytes written and read once, decoded bytes written
+            # and read by the DMA once; a pageable copy adds one read and one write.
+            dram_bytes = 2 * stored + 2 * n_bytes
+            if not plan.pinned_memory and n_bytes:
+                with self.cpu.request() as req:
+                    yield req
+                    t0 = env.now
+                    # NB: staging copy and DMA run one after the other, not chunk-pipelined.
+                    yield env.timeout(n_bytes / self.copy_bw)
+                    rec.add(self.names["host_cpu"], "staging_copy", t0, env.now, g, d, samples,
+                            n_bytes, (env.now - t0) * self.costs.core_power_w)
+                dram_bytes += 2 * n_bytes
+            with self.h2d[d].request() as req:
+                yield req
+                t0 = env.now
+                # NB: each accelerator's link at its achieved bandwidth; the host root complex
+                # and PCIe switches shared by several devices are not modelled.
+                yield env.timeout(link.latency_s + n_bytes / link.achieved_bandwidth_bytes_per_s)
+                rec.add(self.names["h2d"], "h2d", t0, env.now, g, d, samples, n_bytes,
+                        _link_j(link, n_bytes), "pinned" if plan.pinned_memory else "pageable")
+            rec.add(self.names["dram"], "dram", env.now, env.now, g, d, samples, dram_bytes,
+                    dram_bytes * self.costs.dram_j_per_byte)
+            self.ready_ev[d][g].succeed()
+
+    # ------------------------------------------------------------------ compute + all-reduce
+
+    def _comm_event(self, g: int) -> simpy.Event:
+        ev = self._comm_done.get(g)
+        if ev is None:
+            ev = self._comm_done[g] = self.env.event()
+        return ev
+
+    def _arrive(self, g: int, at_s: float) -> None:
+        """A device will be ready for step g's all-reduce at `at_s`; the last one starts it."""
+        count_at = self._arrivals.setdefault(g, [0, 0.0])
+        count_at[0] += 1
+        count_at[1] = max(count_at[1], at_s)
+        if count_at[0] == self.plan.devices:
+            del self._arrivals[g]
+            self.env.process(self._allreduce(g, count_at[1]))
+
+    def _allreduce(self, g: int, start_s: float) -> Generator[Any, Any, None]:
+        env = self.env
+        if start_s > env.now:
+            yield env.timeout(start_s - env.now)
+        with self.d2d.request() as req:
+            yield req
+            t0 = env.now
+            yield env.timeout(self.costs.allreduce_s)
+            wire = self.costs.allreduce_wire_bytes
+            self.recorder.add(self.names["d2d"], "allreduce", t0, env.now, g, -1, 0, wire,
+                              _link_j(self.plan.system.device_to_device, wire),
+                              self.plan.allreduce)
+        self._comm_event(g).succeed()
+
+    def _stall(self, d: int, g: int, t0: float, t1: float) -> None:
+        rd, pd = self.read_done[d, g], self.prep_done[d, g]
+        if self.plan.gpudirect:
+            rd = pd = t1
+        cuts = (("stall_fetch", t0, min(rd, t1)), ("stall_prep", max(rd, t0), min(pd, t1)),
+                ("stall_transfer", max(pd, t0), t1))
+        for kind, a, b in cuts:
+            if b > a:
+                self.recorder.add(f"accel{d}", kind, a, b, g, d)
+
+    def _trainer(self, d: int) -> Generator[Any, Any, None]:
+        env, rec, plan = self.env, self.recorder, self.plan
+        name, n = f"accel{d}", plan.devices
+        for g in range(self.reads.steps):
+            t_wait = env.now
+            yield self.ready_ev[d][g]
+            if env.now > t_wait:
+                self._stall(d, g, t_wait, env.now)
+            samples = int(self.batch_samples[g, d])
+            c = self.costs.compute[samples]
+            t0 = env.now
+            if n > 1:
+                self._arrive(g, t0 + c.forward_s + (0.0 if plan.overlap_allreduce
+                                                    else c.backward_s))
+            yield env.timeout(c.forward_s + c.backward_s)
+            rec.add(name, "compute", t0, t0 + c.forward_s, g, d, samples, 0.0, c.forward_j,
+                    "forward")
+            rec.add(name, "compute", t0 + c.forward_s, env.now, g, d, samples, 0.0,
+                    c.backward_j, "backward")
+            if n > 1:
+                t_bwd_end = env.now
+                yield self._comm_event(g)
+                if env.now > t_bwd_end:
+                    rec.add(name, "stall_comm", t_bwd_end, env.now, g, d)
+            t1 = env.now
+            yield env.timeout(c.optimizer_s)
+            rec.add(name, "compute", t1, env.now, g, d, samples, 0.0, c.optimizer_j,
+                    "optimizer")
+            self.window[d].put(1)
