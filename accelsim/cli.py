@@ -111,20 +111,24 @@ def _resolve(workload: str, batch: int | None, precision: str | None, seq_len: i
 @click.option("--precision", type=PRECISIONS, help="Numeric format (default: scenario's).")
 @click.option("--software", type=click.Choice(["eager", "compiled"]), default="eager",
               show_default=True, help="Framework: eager (an op per kernel) or compiled (fused).")
+@click.option("--dataflow", type=click.Choice(["ws", "os", "is"]),
+              help="Systolic arrays: weight, output or input stationary (default: profile's).")
 @click.option("--seq-len", type=click.IntRange(min=1), help="Sequence length (sequence models).")
 @click.option("--image-size", type=click.IntRange(min=1), help="Image side (image models).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def simulate(workload: str, hardware: str, batch: int | None, mode: str | None,
-             precision: str | None, software: str, seq_len: int | None, image_size: int | None,
-             as_json: bool) -> None:
+             precision: str | None, software: str, dataflow: str | None, seq_len: int | None,
+             image_size: int | None, as_json: bool) -> None:
     """Time, energy and bottleneck of a WORKLOAD on a device (--hw)."""
     from accelsim.devices.estimate import estimate, summary
-    from accelsim.devices.profile import load_profile
+    from accelsim.devices.profile import load_profile, with_dataflow
 
     sc = _resolve(workload, batch, precision, seq_len, image_size, mode)
     graph = sc.graph()
-    est = estimate(graph, load_profile(hardware), sc.batch_size, sc.precision, sc.mode,
-                   software, sc.optimizer)
+    profile = load_profile(hardware)
+    if dataflow:
+        profile = with_dataflow(profile, dataflow)
+    est = estimate(graph, profile, sc.batch_size, sc.precision, sc.mode, software, sc.optimizer)
     out = summary(est, graph)
     if as_json:
         _echo_json(out)

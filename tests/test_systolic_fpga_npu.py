@@ -92,12 +92,13 @@ def test_arrays_share_the_folds() -> None:
     assert got == math.ceil(3 * folds / 8) * per_fold - 1
 
 
-def test_dataflow_selected_by_software() -> None:
+def test_dataflow_selected_by_profile() -> None:
     tpu = load_profile("tpu-v4")
     work, gemms = one_gemm(1024, 1024, 8192)
     ws = systolic.systolic_costs(tpu, work, gemms, "bf16", "eager")["compute_s"].iloc[0]
-    os_ = systolic.systolic_costs(tpu, work, gemms, "bf16", "os")["compute_s"].iloc[0]
-    assert systolic.dataflow_for("compiled") == "ws"
+    os_tpu = dataclasses.replace(tpu, compute=dataclasses.replace(tpu.compute, dataflow="os"))
+    os_ = systolic.systolic_costs(os_tpu, work, gemms, "bf16", "eager")["compute_s"].iloc[0]
+    assert systolic.dataflow_of(tpu) == "ws" and systolic.dataflow_of(os_tpu) == "os"
     clock_hz = tpu.compute.clock_hz
     # 512 folds over 8 MXUs (ws) vs 64 folds over 8 MXUs (os)
     assert ws * clock_hz == pytest.approx(64 * (2 * 128 + 128 + 1024 - 2) - 1)

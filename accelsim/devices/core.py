@@ -17,6 +17,8 @@ with the same index as `work` and the columns of `COST_COLUMNS`:
 - cycles: device clock cycles (NaN where the class has no single clock).
 
 Optional columns pass through (e.g. `unit`: where an op ran, for NPU fallback to the host).
+`power_capped` (bool, default True) exempts rows from the device's power cap (work done by
+another part, such as the host CPU an NPU falls back to).
 `finish` then applies the roofline (time = max(compute, memory) + overhead), the bound, the
 power cap and static energy. Stateless: policies are functions, profiles are data.
 """
@@ -67,7 +69,9 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
     headroom_w = max(tdp_w - static_w, 1e-9)
     capped = dyn_j / headroom_w  # the least time the power envelope allows
     throttled = capped > time_s
-    time_s = np.maximum(time_s, capped)
+    if "power_capped" in costs:
+        throttled &= costs["power_capped"].to_numpy(dtype=bool)
+    time_s = np.where(throttled, capped, time_s)
     bound = np.where(throttled, "power", bound)
     out = work.copy()
     for col in costs.columns:

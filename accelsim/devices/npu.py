@@ -18,10 +18,9 @@ Per row of the work table:
   (`host`, default the `DEFAULT_HOST` profile, as the Edge TPU's USB host): the CPU class model
   costs them (at the same precision, else fp32), and the row pays the host-link transfer of
   its input when the row before it ran on the NPU and of its output when the row after does.
-  Column `unit` says where each row ran ("npu" / "host"). A host row's NPU-side time is all
-  `overhead_s`; its host energy (dynamic + host static) is in the pass-through column
-  `host_energy_j`, not in `dynamic_energy_j` (NB: so that the NPU's power cap is not applied
-  to the host's power; the device energy_j thus excludes the host).
+  Column `unit` says where each row ran ("npu" / "host"). A host row's time is all
+  `overhead_s`; its energy (host dynamic + host static + link) is its `dynamic_energy_j`, and
+  it is marked `power_capped` False: the NPU's TDP does not throttle the host.
 
 Jetson AGX Orin: its profile is the whole module (GPU + 2 DLAs sharing LPDDR5) as one NPU:
 int8 at the combined peak (NB: the GPU and the DLAs perfectly sharing every layer), fp32 on
@@ -166,7 +165,7 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     out = pd.DataFrame({
         "compute_s": compute_s, "memory_s": memory_s, "overhead_s": np.zeros(n_rows),
         "dynamic_energy_j": energy, "dram_bytes": off, "onchip_bytes": acts + weights + outs,
-        "cycles": cycles, "unit": "npu", "host_energy_j": np.zeros(n_rows),
+        "cycles": cycles, "unit": "npu", "power_capped": True,
     }, index=work.index)
     host_rows = ~on_npu(profile, work)
     if not host_rows.any():
@@ -178,9 +177,9 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     moved = (np.where(cross_in, acts, 0.0) + np.where(cross_out, outs, 0.0))[host_rows]
     out.loc[host_rows, ["compute_s", "memory_s", "onchip_bytes"]] = 0.0
     out.loc[host_rows, "overhead_s"] = host_s + moved / link.bandwidth_bytes_per_s
-    out.loc[host_rows, "dynamic_energy_j"] = link_energy_j(moved, link.kind)
+    out.loc[host_rows, "dynamic_energy_j"] = link_energy_j(moved, link.kind) + host_j
     out.loc[host_rows, "dram_bytes"] = moved if profile.offchip_memory is not None else 0.0
     out.loc[host_rows, "cycles"] = np.nan
     out.loc[host_rows, "unit"] = "host"
-    out.loc[host_rows, "host_energy_j"] = host_j
+    out.loc[host_rows, "power_capped"] = False
     return out

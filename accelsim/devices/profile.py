@@ -75,6 +75,7 @@ SRAM read energy, off-chip energy keyed by `offchip_memory.technology`, link I/O
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -111,6 +112,7 @@ from accelsim.devices.profile_types import (
     PeerLinkSpec,
     PowerSpec,
 )
+from accelsim.errors import AccelsimError
 from accelsim.schema import find_profile, read_toml
 
 __all__ = [
@@ -345,3 +347,12 @@ class _Reader:
         if table is not None and not out:
             fail(self.source, "compute.macs_per_dsp", table, "must give at least one width")
         return out
+
+
+def with_dataflow(profile: DeviceProfile, dataflow: str) -> DeviceProfile:
+    """A copy of a systolic-array profile running another dataflow ("ws", "os" or "is")."""
+    if profile.device_class != "tpu":
+        raise AccelsimError(f"--dataflow applies to systolic arrays (tpu), not to "
+                            f"{profile.name} ({profile.device_class})")
+    return dataclasses.replace(profile, compute=dataclasses.replace(profile.compute,
+                                                                    dataflow=dataflow))

@@ -97,6 +97,7 @@ COMPUTE = {
     "mxu_rows": _f("count", "tpu", "tpu"),
     "mxu_cols": _f("count", "tpu", "tpu"),
     "mxu_count": _f("count", "tpu", "tpu"),
+    "dataflow": _f("str", "tpu", choices=("ws", "os", "is")),
     "dsp_slices": _f("count", "fpga", "fpga"),
     "luts": _f("count", "fpga"),
     "slr_count": _f("count", "fpga"),

@@ -60,6 +60,7 @@ class ComputeSpec:
     mxu_rows: int | None = None
     mxu_cols: int | None = None
     mxu_count: int | None = None
+    dataflow: str | None = None  # systolic arrays: "ws" | "os" | "is" (None: weight-stationary)
     dsp_slices: int | None = None
     luts: int | None = None
     slr_count: int | None = None

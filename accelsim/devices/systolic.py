@@ -23,8 +23,8 @@ formula here leaves out the R-cycle output drain, as the issue that specified it
 `mxu_count` arrays share the folds of a GEMM (round-robin). `accelsim.devices.
 systolic_emulator` steps a PE grid cycle by cycle and reproduces these counts exactly.
 
-Dataflow is chosen by the `software` argument of the class model: "ws", "os" or "is" select
-it; any other value ("eager", "compiled") keeps the default, weight stationary (the TPU's).
+Dataflow is a property of the array, `compute.dataflow` in the profile ("ws", "os" or "is";
+absent: weight stationary, the TPU's). `accelsim simulate --dataflow` overrides it.
 
     gemm_cycles(m=100, n=64, k=300, rows=128, cols=128, dataflow="ws")  # 3 * 482 - 1 = 1445
 """
@@ -57,9 +57,9 @@ _BF16_PASS = frozenset({"fp32", "tf32", "fp16"})
 Array = np.ndarray | float | int
 
 
-def dataflow_for(software: str) -> str:
-    """The dataflow a `software` value selects: "ws", "os", "is", else the default (ws)."""
-    return software if software in DATAFLOWS else DEFAULT_DATAFLOW
+def dataflow_of(profile: DeviceProfile) -> str:
+    """The dataflow of a profile's arrays (weight stationary unless it says otherwise)."""
+    return profile.compute.dataflow or DEFAULT_DATAFLOW
 
 
 def _check(dataflow: str) -> None:
@@ -198,9 +198,9 @@ def buffer_dram_bytes(profile: DeviceProfile, work: pd.DataFrame, g: pd.DataFram
 def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
                    precision: str, software: str, dataflow: str | None = None) -> pd.DataFrame:
     """Cost of each work row on a TPU-like chip: GEMMs folded onto its MXUs (`dataflow`, or
-    the one `software` selects), the rest on its vector unit, DRAM traffic set by the unified
-    buffer, stalls where DRAM (or the buffer's bandwidth) cannot feed the arrays."""
-    flow = dataflow or dataflow_for(software)
+    the profile's), the rest on its vector unit, DRAM traffic set by the unified buffer,
+    stalls where DRAM (or the buffer's bandwidth) cannot feed the arrays."""
+    flow = dataflow or dataflow_of(profile)
     _check(flow)
     run = mxu_precision(profile, precision)
     c = profile.compute

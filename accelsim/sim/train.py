@@ -5,8 +5,9 @@ Contention in SimPy's own terms:
 - storage: a `Resource` of `max_concurrency x count` request slots (held for a request's
   whole life) and a one-at-a-time service channel (held for max(bytes / bandwidth, IOs /
   IOPS, bytes / network bandwidth)): latencies overlap across IO threads, bandwidth and the
-  IOPS cap are shared. IO threads are processes, one per (batch, thread) aggregate read
-  (`accelsim.sim.readplan`).
+  IOPS cap are shared. Each accelerator's IO threads are a `Resource` of `io_threads`
+  slots; a read is a process, one per (batch, thread) aggregate read
+  (`accelsim.sim.readplan`), so the next batch's reads queue behind this one's.
 - host CPU: a `Resource` with one slot per core left after the framework's; prep workers are
   processes, one per (batch, worker) chunk of samples, each holding a core.
 - host-to-device links: one `Resource` per accelerator; the device-to-device fabric: one.
@@ -34,6 +35,8 @@ from accelsim.interconnect.links import BITS_PER_BYTE, Link
 from accelsim.sim.config import TrainPlan
 from accelsim.sim.readplan import ReadPlan
 from accelsim.sim.records import Recorder
+
+RESIDENCE_KINDS = ("batch_read", "batch_prep", "batch_transfer")
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,10 @@ class TrainModel:
             [env.event() for _ in range(steps)] for _ in range(n)]
         self.ready_ev = self.read_ev if plan.gpudirect else [
             [env.event() for _ in range(steps)] for _ in range(n)]
+        self.read_start = np.zeros((n, steps))
         self.read_done = np.zeros((n, steps))
-        self.prep_done = np.zeros((n, steps))
+        self.prep_done = self.read_done if plan.gpudirect else np.zeros((n, steps))
+        self.ready_at = self.read_done if plan.gpudirect else np.zeros((n, steps))
         self.batch_samples = reads.batch_samples()
         self._arrivals: dict[int, list[float]] = {}
         self._comm_done: dict[int, simpy.Event] = {}
@@ -136,6 +141,7 @@ class TrainModel:
         env, r = self.env, self.reads
         for g in range(r.steps):
             yield self.window[d].get(1)
+            self.read_start[d, g] = env.now
             threads = np.flatnonzero(r.requests[g, d])
             if not threads.size:
                 self._finish(self.read_done, self.read_ev, d, g)
@@ -253,7 +259,7 @@ class TrainModel:
                         _link_j(link, n_bytes), "pinned" if plan.pinned_memory else "pageable")
             rec.add(self.names["dram"], "dram", env.now, env.now, g, d, samples, dram_bytes,
                     dram_bytes * self.costs.dram_j_per_byte)
-            self.ready_ev[d][g].succeed()
+            self._finish(self.ready_at, self.ready_ev, d, g)
 
     # ------------------------------------------------------------------ compute + all-reduce
 
@@ -286,10 +292,18 @@ class TrainModel:
                               self.plan.allreduce)
         self._comm_event(g).succeed()
 
+    def _residence(self, d: int, g: int) -> None:
+        """Where batch g of device d spent its time before it was ready: waiting for and in
+        each loader stage (the stage a queue builds in front of is the pipeline's limit)."""
+        marks = (self.read_start[d, g], self.read_done[d, g], self.prep_done[d, g],
+                 self.ready_at[d, g])
+        res, samples = f"loader{d}", int(self.batch_samples[g, d])
+        for kind, a, b in zip(RESIDENCE_KINDS, marks[:-1], marks[1:], strict=True):
+            if b > a or kind == "batch_read":
+                self.recorder.add(res, kind, a, b, g, d, samples)
+
     def _stall(self, d: int, g: int, t0: float, t1: float) -> None:
         rd, pd = self.read_done[d, g], self.prep_done[d, g]
-        if self.plan.gpudirect:
-            rd = pd = t1
         cuts = (("stall_fetch", t0, min(rd, t1)), ("stall_prep", max(rd, t0), min(pd, t1)),
                 ("stall_transfer", max(pd, t0), t1))
         for kind, a, b in cuts:
@@ -302,6 +316,7 @@ class TrainModel:
         for g in range(self.reads.steps):
             t_wait = env.now
             yield self.ready_ev[d][g]
+            self._residence(d, g)
             if env.now > t_wait:
                 self._stall(d, g, t_wait, env.now)
             samples = int(self.batch_samples[g, d])
