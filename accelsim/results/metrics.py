@@ -23,13 +23,13 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from accelsim.sim.records import STALL_KINDS
+from accelsim.sim.records import RESIDENCE_KINDS, STALL_KINDS
 
 AU_TARGET = 0.90  # [MLPERF_STORAGE] ResNet-50 / 3D U-Net acceptance threshold
 STALL_NAMES = {"stall_fetch": "fetch", "stall_prep": "prep", "stall_transfer": "transfer",
                "stall_comm": "communication"}
-STAGE_OF_STALL = {"fetch": "io", "prep": "prepare", "transfer": "transfer",
-                  "communication": "communication"}
+STAGE_OF_RESIDENCE = {"batch_read": "io", "batch_prep": "prepare",
+                      "batch_transfer": "transfer"}
 # NB: a stage limits the run when it costs the accelerators more than this share of the run
 # (steps after the first); below it, stalls are start-up jitter and compute is the limit.
 BOTTLENECK_STALL_SHARE = 0.01
@@ -46,8 +46,8 @@ def _is_accel(resource: pd.Series) -> pd.Series:
 
 
 def busy_s(df: pd.DataFrame) -> pd.Series:
-    """Busy seconds per resource (stall records are waits, not work)."""
-    work = df[~df["kind"].isin(STALL_KINDS)]
+    """Busy seconds per resource (stall and residence records are waits, not work)."""
+    work = df[~df["kind"].isin(STALL_KINDS + RESIDENCE_KINDS)]
     return work.groupby("resource")["duration_s"].sum()
 
 
@@ -123,17 +123,26 @@ def energy_breakdown_j(df: pd.DataFrame, link_resources: Iterable[str], static_w
 def bottleneck(df: pd.DataFrame, run_time_s: float, devices: int,
                utilization: Mapping[str, float], names: Mapping[str, str] | None = None
                ) -> tuple[str, str]:
-    """(stage, why): the stage that costs the accelerators the most time after the first
-    step ("io", "prepare", "transfer", "communication"), or "compute" when no stall matters."""
+    """(stage, why), judged on the steps after the first (the pipeline filling):
+
+    - "compute" when no stall costs the accelerators more than `BOTTLENECK_STALL_SHARE`;
+    - "communication" when all-reduce waits cost more than waits for input;
+    - else the loader stage ("io", "prepare", "transfer") where batches spent the longest
+      waiting for and in service: a queue builds in front of the slowest stage, and the
+      stages around it run idle, while the accelerator's own waits are split along the
+      pipeline (`stalls`) and so name the last stage as often as the slow one."""
     names = names or {}
     later = df[df["step"] > df["step"].min()] if (df["step"] >= 0).any() else df
     lost = later[later["kind"].isin(STALL_KINDS)].groupby("kind")["duration_s"].sum()
     total = devices * run_time_s
-    if lost.empty or total <= 0 or lost.max() / total < BOTTLENECK_STALL_SHARE:
+    if lost.empty or total <= 0 or lost.sum() / total < BOTTLENECK_STALL_SHARE:
         return "compute", "the accelerators compute for nearly all of the run"
-    cause = STALL_NAMES[str(lost.idxmax())]
-    stage = STAGE_OF_STALL[cause]
-    share = f"{lost.max() / total:.0%} of accelerator time"
+    comm = float(lost.get("stall_comm", 0.0))
+    share = f"{lost.sum() / total:.0%} of accelerator time lost to stalls"
+    if comm >= lost.sum() - comm:
+        return "communication", f"the gradient all-reduce is not hidden behind backward ({share})"
+    resid = later[later["kind"].isin(RESIDENCE_KINDS)].groupby("kind")["duration_s"].sum()
+    stage = STAGE_OF_RESIDENCE[str(resid.idxmax())] if not resid.empty else "io"
 
     def util(role: str) -> float:
         return utilization.get(names.get(role, role), 0.0)
@@ -148,8 +157,6 @@ def bottleneck(df: pd.DataFrame, run_time_s: float, devices: int,
     elif stage == "prepare":
         why = ("host CPU cores are saturated" if util("host_cpu") >= SATURATED
                else "too few prep workers")
-    elif stage == "transfer":
-        why = "the host-to-device link"
     else:
-        why = "the gradient all-reduce is not hidden behind backward"
+        why = "the host-to-device link"
     return stage, f"{why} ({share})"

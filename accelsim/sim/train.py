@@ -34,9 +34,7 @@ import simpy
 from accelsim.interconnect.links import BITS_PER_BYTE, Link
 from accelsim.sim.config import TrainPlan
 from accelsim.sim.readplan import ReadPlan
-from accelsim.sim.records import Recorder
-
-RESIDENCE_KINDS = ("batch_read", "batch_prep", "batch_transfer")
+from accelsim.sim.records import RESIDENCE_KINDS, Recorder
 
 
 @dataclass(frozen=True)
