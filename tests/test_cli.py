@@ -64,7 +64,7 @@ def test_list_json_has_every_builtin(capsys):
 
 def test_simulate_json_has_issue_keys(capsys):
     code, out, err = run_cli(capsys, "simulate", "resnet50", "--hw", "a100", "--batch", "64",
-                             "--mode", "train", "--precision", "bf16", "--json")
+                             "--mode", "train", "--precision", "bf16", "--steps", "4", "--json")
     assert code == 0, err
     obj = json.loads(out)
     assert set(obj["workload"]) >= {"name", "mode", "batch_size", "precision", "params",
@@ -77,10 +77,15 @@ def test_simulate_json_has_issue_keys(capsys):
     layer = obj["layers"][0]
     assert set(layer) >= {"name", "op", "flops", "bytes", "time_s", "energy_j", "bound",
                           "cycles"}
-    # Training time counts forward, backward and the optimizer update.
+    # On the device, a training step counts forward, backward and the optimizer update.
     assert set(obj["time_by_phase_s"]) == {"forward", "backward", "optimizer"}
-    assert obj["latency_s"] == pytest.approx(sum(obj["time_by_phase_s"].values()))
-    assert obj["throughput_samples_per_s"] == pytest.approx(64 / obj["latency_s"])
+    device = obj["device_only"]
+    assert device["latency_s"] == pytest.approx(sum(obj["time_by_phase_s"].values()))
+    assert device["throughput_samples_per_s"] == pytest.approx(64 / device["latency_s"])
+    # The pipeline can only add to the device's step time.
+    assert obj["latency_s"] >= device["latency_s"] * (1 - 1e-9)
+    for key in ("utilization", "stalls", "accelerator_utilization", "energy_breakdown_j"):
+        assert key in obj
 
 
 @pytest.mark.parametrize("hw,precision", [("v100", "bf16"), ("tpu-v1", "bf16")])
@@ -97,3 +102,47 @@ def test_simulate_every_class(capsys):
         assert code == 0, err
         obj = json.loads(out)
         assert obj["throughput_samples_per_s"] > 0 and obj["average_power_w"] > 0
+
+
+def test_serve_json_and_trace(capsys, tmp_path):
+    trace = tmp_path / "serve.json"
+    code, out, err = run_cli(capsys, "simulate", "resnet18", "--hw", "t4", "--mode", "serve",
+                             "--precision", "fp16", "--rate", "200", "--max-batch", "8",
+                             "--max-wait-ms", "2", "--requests", "2000", "--trace", str(trace),
+                             "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["workload"]["mode"] == "serve" and obj["hardware"]["name"] == "t4"
+    assert obj["latency_p50_s"] <= obj["latency_p95_s"] <= obj["latency_p99_s"]
+    assert obj["throughput_samples_per_s"] == pytest.approx(200, rel=0.1)  # below capacity
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("ph") == "X" for e in events)
+
+
+def test_train_on_a_system_reports_pipeline(capsys):
+    code, out, err = run_cli(capsys, "simulate", "resnet50-train", "--hw", "dgx-a100",
+                             "--steps", "6", "--devices", "2", "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["devices"] == 2 and obj["global_batch"] == 2 * 256
+    assert obj["hardware"]["system"] == "dgx-a100"
+    assert 0 <= obj["accelerator_utilization"] <= 1
+    assert set(obj["stalls"]) == {"fetch", "prep", "transfer", "communication"}
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("--devices", "9"), "devices"),
+    (("--prefetch", "-1"), "prefetch"),
+    (("--prep-workers", "0"), "prep_workers"),
+    (("--gpudirect", "--storage", "sata-ssd"), "gpudirect"),
+])
+def test_impossible_pipeline_settings_are_one_line(capsys, args, needle):
+    code, _, err = run_cli(capsys, "simulate", "resnet50-train", "--hw", "dgx-a100",
+                           "--steps", "2", *args)
+    assert code == 2 and needle in err and "Traceback" not in err
+
+
+def test_model_that_does_not_fit_is_a_clear_error(capsys):
+    code, _, err = run_cli(capsys, "simulate", "llama2_7b", "--hw", "t4", "--mode", "train",
+                           "--precision", "fp16", "--seq-len", "512", "--steps", "1")
+    assert code == 2 and "needs" in err and "Traceback" not in err

@@ -8,13 +8,17 @@ the max of the stage times, the alpha-beta all-reduce formulas.
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accelsim.devices.estimate import estimate
 from accelsim.devices.null import NullProfile
@@ -31,7 +35,7 @@ from accelsim.sim.config import TrainConfig, resolve_config
 from accelsim.sim.readplan import read_plan
 from accelsim.sim.run import TrainResult, simulate_training
 from accelsim.sim.system import System, load_system
-from accelsim.storage.datasets import Dataset, load_dataset
+from accelsim.storage.datasets import Dataset, load_dataset, sample_file_sizes_bytes
 from accelsim.storage.media import StorageMedium, load_storage
 from accelsim.workload.scenario import Scenario
 
@@ -197,6 +201,24 @@ def test_read_plan_partitions_each_epoch_into_batches() -> None:
     assert (plan.batch_samples()[:-1] == 256).all()
 
 
+@settings(max_examples=60, deadline=None)
+@given(samples=st.integers(1, 3000), per_file=st.integers(1, 300), devices=st.integers(1, 8),
+       batch=st.integers(1, 64), threads=st.integers(1, 16), seed=st.integers(0, 9))
+def test_read_plan_property_every_sample_once_bytes_conserved(
+        samples: int, per_file: int, devices: int, batch: int, threads: int, seed: int) -> None:
+    files = math.ceil(samples / per_file)
+    ds = replace(load_dataset("imagenet-raw"), sample_count=samples, file_count=files,
+                 samples_per_file=per_file)
+    plan = read_plan(ds, devices, batch, threads, steps=None, epochs=1, seed=seed)
+    assert plan.samples.sum() == samples and (plan.samples >= 0).all()
+    assert (plan.batch_samples()[:-1] == batch).all()
+    assert ((plan.requests > 0) == (plan.samples > 0)).all()
+    again = read_plan(ds, devices, batch, threads, steps=None, epochs=1, seed=seed)
+    assert plan.bytes.sum() == pytest.approx(again.bytes.sum())
+    sizes = sample_file_sizes_bytes(ds, files, np.random.default_rng([seed, 0]))
+    assert plan.bytes.sum() == pytest.approx(sizes.sum(), rel=1e-9)
+
+
 # ---------------------------------------------------------------- prefetch
 
 def stage_config() -> tuple[Scenario, System, Dataset, NullProfile, dict[str, float]]:
@@ -313,6 +335,7 @@ def test_result_fields_and_au() -> None:
     assert res.accelerator_utilization == pytest.approx(1.0) and res.meets_au_target
     assert res.bottleneck == "compute"
     assert set(res.stalls["fetch"]) == {"time_s", "fraction"}
+    json.dumps(d)
     pickle.dumps(TrainConfig(scenario(), fast_system(), steps=3))
 
 

@@ -6,7 +6,18 @@ Per row of the work table:
   its matrix peak at the precision (OP/s / 2). A precision without a matrix peak runs on the
   vector path if the profile lists one there (fp32 on the Orin's CUDA cores); any other is
   rejected with the precisions the device runs (NB: no silent quantisation; ask for int8).
-  NB: ideal mapping on the MAC array: the profiles publish no array geometry.
+- MAC-array geometry: a profile that gives `mxu_rows` x `mxu_cols` (x `mxu_count`, `dataflow`)
+  folds each GEMM onto the array with `systolic.gemm_cycles` (SCALE-Sim), the groups of a
+  grouped / depthwise conv packed block-diagonally (`systolic.packed_rounds`): a depthwise
+  conv keeps about 1/cols of the array busy. Without a geometry the mapping is ideal (NB).
+- NPU toolchains (Edge TPU compiler, TensorRT for DLA) compile ahead of time, whatever
+  `software` says: normalisation and elementwise rows fuse into their producer
+  (`tiling.fused_rows`; NB: BN folded, activation applied as the array's outputs drain), so a
+  fused row costs no time and moves only the inputs its producer did not write (a residual).
+- every other NPU kernel pays `fitted.layer_dispatch_s` of hw_profiles/efficiency/npu.toml
+  (layer set-up: instruction / descriptor issue, weights into the array, pipeline sync), not
+  overlapped; fitted on one measurement (named there), held out on the others
+  (benchmarks/results/fidelity_other.md). Column `kernels` counts them.
 - other rows run on the vector path: the vector peak at the precision (or fp32), else one
   element op per MAC lane per cycle (NB: an upper bound, no vector figure published).
 - DRAM traffic: each operand once, plus `mapping.blocked_refetch_bytes` when a layer does
@@ -18,7 +29,7 @@ Per row of the work table:
   (`host`, default the `DEFAULT_HOST` profile, as the Edge TPU's USB host): the CPU class model
   costs them (at the same precision, else fp32), and the row pays the host-link transfer of
   its input when the row before it ran on the NPU and of its output when the row after does.
-  Column `unit` says where each row ran ("npu" / "host"). A host row's time is all
+  Column `unit` says where each row ran ("npu", "fused" or "host"). A host row's time is all
   `overhead_s`; its energy (host dynamic + host static + link) is its `dynamic_energy_j`, and
   it is marked `power_capped` False: the NPU's TDP does not throttle the host.
 
@@ -34,7 +45,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from accelsim.devices import systolic
 from accelsim.devices.core import device_model, finish
+from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import (
     blocked_refetch_bytes,
     link_energy_j,
@@ -46,6 +59,7 @@ from accelsim.devices.mapping import (
     vector_flops,
 )
 from accelsim.devices.profile_types import DeviceProfile
+from accelsim.devices.tiling import fused_rows, kernel_counts
 from accelsim.errors import AccelsimError
 
 DEFAULT_HOST = "xeon-8380"  # profile name of the host CPU that runs unsupported ops
@@ -73,6 +87,23 @@ def vector_rate(profile: DeviceProfile, precision: str, mac_per_s: float) -> flo
     if "fp32" in table:
         return table["fp32"]
     return mac_per_s  # NB: one element op per MAC lane per cycle; no vector peak published
+
+
+def array_matmul_s(profile: DeviceProfile, g: pd.DataFrame, n_rows: int, precision: str,
+                   mac_per_s: float) -> np.ndarray | None:
+    """Seconds of each row's GEMMs folded onto the MAC array (module docstring), None when the
+    profile gives no geometry. NB: at a precision whose rate differs from the array's int8 rate
+    (rows x cols x count x clock) the cycles scale by the ratio of the rates."""
+    c = profile.compute
+    if c.mxu_rows is None or c.mxu_cols is None or c.clock_hz is None:
+        return None
+    rows, cols, arrays = int(c.mxu_rows), int(c.mxu_cols), int(c.mxu_count or 1)
+    flow = systolic.dataflow_of(profile)
+    rounds = systolic.packed_rounds(g["m"], g["n"], g["k"], g["count"], rows, cols, flow)
+    cycles = systolic.gemm_cycles(g["m"], g["n"], g["k"], rows, cols, flow, rounds, arrays)
+    cycles = np.where(g["macs"].to_numpy() > 0, cycles, 0.0)
+    array_mac_per_s = rows * cols * arrays * float(c.clock_hz)
+    return per_row(cycles, g["row"], n_rows) / float(c.clock_hz) * (array_mac_per_s / mac_per_s)
 
 
 def on_npu(profile: DeviceProfile, work: pd.DataFrame) -> np.ndarray:
@@ -144,30 +175,38 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     g = row_gemms(work, gemms)
     macs = per_row(g["macs"], g["row"], n_rows)
     vec = vector_flops(work, macs)
-    compute_s = macs / mac_per_s + vec / vector_rate(profile, precision, mac_per_s)
+    folded_s = array_matmul_s(profile, g, n_rows, precision, mac_per_s)
+    matmul_s = macs / mac_per_s if folded_s is None else folded_s
+    host_rows = ~on_npu(profile, work)
+    fused = fused_rows(work) & ~host_rows
+    compute_s = np.where(fused, 0.0, matmul_s + vec / vector_rate(profile, precision, mac_per_s))
     onchip = profile.onchip_memory
     capacity = onchip_capacity_bytes(onchip.sram_bytes) or onchip_capacity_bytes(
         onchip.l2_cache_bytes)  # NB: the Orin's L2 stands in for an NPU SRAM
-    off = streamed_bytes(profile, work, capacity)
     acts, weights, outs = operand_bytes(work)
+    residual = np.maximum(work["read_bytes"].to_numpy(dtype=float) - outs, 0.0)
+    has_dram = profile.offchip_memory is not None
+    off = np.where(fused, residual if has_dram else 0.0, streamed_bytes(profile, work, capacity))
+    moved_onchip = np.where(fused, residual, acts + weights + outs)
     link = profile.host_link
-    if profile.offchip_memory is not None:
+    if has_dram:
         memory_s = off / profile.offchip_memory.bandwidth_bytes_per_s
-        energy = row_energy_j(profile, precision, macs, vec, off, acts + weights + outs)
+        energy = row_energy_j(profile, precision, macs, vec, off, moved_onchip)
     else:
         memory_s = off / link.bandwidth_bytes_per_s
-        energy = (row_energy_j(profile, precision, macs, vec, np.zeros(n_rows),
-                               acts + weights + outs) + link_energy_j(off, link.kind))
-    c = profile.compute
-    clock_hz = c.clock_hz
-    cycles = (np.maximum(compute_s, memory_s) * clock_hz if clock_hz is not None
-              else np.full(n_rows, np.nan))
+        energy = (row_energy_j(profile, precision, macs, vec, np.zeros(n_rows), moved_onchip)
+                  + link_energy_j(off, link.kind))
+    kernels = np.where(fused, 0.0, kernel_counts(work))
+    overhead_s = kernels * load_efficiency("npu")["fitted.layer_dispatch_s"]
+    clock_hz = profile.compute.clock_hz
+    cycles = ((np.maximum(compute_s, memory_s) + overhead_s) * clock_hz
+              if clock_hz is not None else np.full(n_rows, np.nan))
     out = pd.DataFrame({
-        "compute_s": compute_s, "memory_s": memory_s, "overhead_s": np.zeros(n_rows),
-        "dynamic_energy_j": energy, "dram_bytes": off, "onchip_bytes": acts + weights + outs,
-        "cycles": cycles, "unit": "npu", "power_capped": True,
+        "compute_s": compute_s, "memory_s": memory_s, "overhead_s": overhead_s,
+        "dynamic_energy_j": energy, "dram_bytes": off, "onchip_bytes": moved_onchip,
+        "cycles": cycles, "unit": np.where(fused, "fused", "npu"), "power_capped": True,
+        "kernels": kernels,
     }, index=work.index)
-    host_rows = ~on_npu(profile, work)
     if not host_rows.any():
         return out
     hp = _host_profile(host)
@@ -182,4 +221,5 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     out.loc[host_rows, "cycles"] = np.nan
     out.loc[host_rows, "unit"] = "host"
     out.loc[host_rows, "power_capped"] = False
+    out.loc[host_rows, "kernels"] = 0.0
     return out

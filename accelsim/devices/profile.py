@@ -36,7 +36,8 @@ Precisions: fp32, tf32, fp16, bf16, fp8, int8.
     tpu: mxu_rows, mxu_cols, mxu_count (req; mxu_count is per chip), cores (TensorCores)
     fpga: dsp_slices (req), luts, slr_count
     npu: mac_count (int8 MACs/cycle), supported_ops (`OpKind` values it runs; absent = all; the
-         others fall back to the host), and the GPU counts for an SoC GPU (Jetson)
+         others fall back to the host), the GPU counts for an SoC GPU (Jetson), and optionally
+         the MAC array's geometry as mxu_rows, mxu_cols, mxu_count, dataflow (folded as a TPU's)
   [compute.matrix]  matrix-engine peaks (tensor cores, MXU, AMX, NPU MAC array, FPGA DSP fabric);
     keys must end in _dense or _sparse (2:4 structured sparsity); sparse >= dense.
   [compute.vector]  SIMD / CUDA-core / vector-unit peaks, no _dense/_sparse suffix.

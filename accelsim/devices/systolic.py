@@ -101,6 +101,27 @@ def gemm_cycles(m: Array, n: Array, k: Array, rows: int, cols: int, dataflow: st
     return rounds * cycles_per_fold(rows, cols, t, dataflow) - 1
 
 
+def packed_rounds(m: Array, n: Array, k: Array, count: Array, rows: int, cols: int,
+                  dataflow: str) -> np.ndarray:
+    """Fold rounds of `count` independent GEMMs (the groups of a grouped or depthwise conv) when
+    those small enough share one fold block-diagonally: a group takes S_R rows and S_C columns,
+    groups take disjoint rows and columns (they must not share a row's operand stream nor a
+    column's partial sums), so min(R // S_R, C // S_C) of them fit one fold; a group wider
+    than the array folds alone. ceil(count / per_fold) rounds, to pass as `gemm_cycles`'s
+    count. A depthwise conv (ws: S_R = taps, S_C = 1) keeps R // taps x taps of the R x C
+    MACs busy: about 1/C of the array.
+    NB: SCALE-Sim maps one group per fold; block-diagonal packing is the compiler's choice.
+
+        packed_rounds(3136, 1, 9, 144, 64, 64, "ws")  # ceil(144 / 7) = 21
+    """
+    sr, sc, _ = array_mapping(m, n, k, dataflow)
+    sr, sc = np.asarray(sr, float), np.asarray(sc, float)
+    fits = (sr <= rows) & (sc <= cols)
+    per_fold = np.where(fits, np.minimum(rows // np.maximum(sr, 1.0),
+                                         cols // np.maximum(sc, 1.0)), 1.0)
+    return np.ceil(np.asarray(count, float) / np.maximum(per_fold, 1.0))
+
+
 def reuse_factors(m: Array, n: Array, k: Array, rows: int, cols: int, dataflow: str
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """How often each operand passes between buffer and array (SCALE-Sim's SRAM traffic):

@@ -27,7 +27,8 @@ from accelsim.storage.datasets import Dataset, load_dataset
 from accelsim.storage.media import StorageMedium, load_storage
 from accelsim.workload.scenario import Scenario
 
-FRAMEWORK_CORES_PER_DEVICE = 1  # the training process driving each accelerator
+# NB: one host core per accelerator runs the framework (training loop, launches); not sourced.
+FRAMEWORK_CORES_PER_DEVICE = 1
 
 
 @dataclass(frozen=True)

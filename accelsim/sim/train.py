@@ -163,10 +163,12 @@ class TrainModel:
         if self.slots is not None:
             slot = self.slots.request()
             yield slot
+        # NB: a thread's file requests run back to back, each paying the low-load latency.
         yield env.timeout(n_req * self.latency_s)
         with self.channel.request() as req:
             yield req
             t0 = env.now
+            # NB: one request is one IO against the 4 KiB IOPS figure whatever its size.
             store_s = max(n_bytes / self.storage_bw, n_req / self.iops)
             net_s = n_bytes / self.net_bw if self.net_bw else 0.0
             yield env.timeout(max(store_s, net_s))

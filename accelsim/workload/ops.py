@@ -5,8 +5,9 @@ a volume (C, D, H, W), a sequence of hidden states (S, D). Counting then scales 
 size in one vectorised multiplication, and kernels add the batch axis in front.
 
 Each kind is registered once with `@op_spec(kind, attr defaults)` beside its shape function
-(all in `accelsim.workload.shapes`). The shape function takes the input shapes and the filled-in attributes and returns the output
-shape and the parameter shapes; inconsistent inputs raise `ShapeError` naming op and shapes.
+(all in `accelsim.workload.shapes`). The shape function takes the input shapes and the
+filled-in attributes and returns the output shape and the parameter shapes; inconsistent
+inputs raise `ShapeError` naming op and shapes.
 """
 
 from __future__ import annotations

@@ -1,0 +1,31 @@
+"""The `accelsim` command line. Each command is a thin shell over the Python API: it resolves
+names, calls one function and prints a DataFrame or one JSON object. Bad input of any kind
+(`AccelsimError`) prints one line on stderr and exits 2, never a traceback.
+
+One module per command: `describe`, `simulate`, `listing` (`accelsim list`); shared output
+helpers in `output`.
+"""
+
+from __future__ import annotations
+
+import click
+
+from accelsim.cli import describe, listing, simulate  # noqa: E402, F401  (register commands)
+from accelsim.cli.common import cli
+from accelsim.errors import AccelsimError
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: run the CLI, turning user errors into one line and exit code 2."""
+    try:
+        cli.main(args=argv, prog_name="accelsim", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    except click.ClickException as err:
+        err.show()
+        return err.exit_code
+    except AccelsimError as err:
+        click.echo(f"accelsim: error: {err}", err=True)
+        return 2
+    return 0

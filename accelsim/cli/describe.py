@@ -1,0 +1,53 @@
+"""`accelsim describe`: the per-layer table of a workload, optionally run for real."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from accelsim.cli.common import cli, echo_json, fmt_si, records, resolve, workload_options
+from accelsim.workload.tables import layer_table, totals, unsupported_ops
+
+
+@cli.command()
+@click.argument("workload")
+@workload_options
+@click.option("--execute", is_flag=True, help="Run the numpy kernels forward once and report "
+              "the output's relative error against fp32.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def describe(workload: str, batch: int | None, precision: str | None, seq_len: int | None,
+             image_size: int | None, execute: bool, as_json: bool) -> None:
+    """Per-layer table of a WORKLOAD (zoo model, scenario name or .toml file)."""
+    sc = resolve(workload, batch, precision, seq_len, image_size)
+    graph = sc.graph()
+    layers = layer_table(graph, sc.batch_size, sc.precision)
+    tot = totals(graph)
+    out: dict[str, Any] = {
+        "name": graph.name, "batch_size": sc.batch_size, "precision": sc.precision,
+        "params": tot["params"], "flops_per_sample": tot["flops_per_sample"],
+        "train_flops_per_sample": tot["train_flops_per_sample"],
+        "flops": float(layers["flops"].sum()), "bytes": float(layers["bytes"].sum()),
+        "unsupported_ops": unsupported_ops(graph),
+    }
+    if execute:
+        from accelsim.kernels.execute import compare_to_fp32
+
+        num = compare_to_fp32(graph, sc.batch_size, sc.precision)
+        out["numerics"] = {"precision": sc.precision,
+                           "output_relative_error": num["output_relative_error"]}
+        per_layer = num.get("layer_relative_error", {})
+        layers = layers.assign(rel_error=[per_layer.get(n) for n in layers["name"]])
+    if as_json:
+        echo_json({**out, "layers": records(layers)})
+        return
+    shown = layers.assign(output_shape=layers["output_shape"].map(str),
+                          flops=layers["flops"].map(fmt_si), bytes=layers["bytes"].map(fmt_si))
+    click.echo(shown.to_string(index=False))
+    click.echo(f"\n{graph.name}: {len(graph.ops)} ops, {fmt_si(tot['params'])} params, "
+               f"{fmt_si(tot['flops_per_sample'])}FLOP/sample forward, batch {sc.batch_size} "
+               f"{sc.precision}: {fmt_si(out['flops'])}FLOP, {fmt_si(out['bytes'])}B moved")
+    if execute:
+        click.echo(f"output relative error vs fp32: {out['numerics']['output_relative_error']:.3e}")
+    if out["unsupported_ops"]:
+        click.echo(f"unsupported ops (not costed): {', '.join(out['unsupported_ops'])}")

@@ -1,0 +1,56 @@
+"""`accelsim list`: the built-in hardware, scenarios and models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import pandas as pd
+
+from accelsim.cli.common import cli, echo_json
+
+
+def profile_row(p: Any) -> dict[str, Any]:
+    """Key figures of a device profile."""
+    peaks = p.compute.matrix_peak_flops_per_s or p.compute.vector_peak_flops_per_s
+    best = max(peaks.items(), key=lambda kv: kv[1]) if peaks else None
+    mem = p.offchip_memory
+    return {
+        "name": p.name, "class": p.device_class, "display_name": p.display_name,
+        "peak_tflops": round(best[1] / 1e12, 1) if best else None,
+        "peak_precision": best[0] if best else None,
+        "memory_gb": round(mem.capacity_bytes / 1e9, 1) if mem and mem.capacity_bytes else None,
+        "memory_bandwidth_gb_s": round(mem.bandwidth_bytes_per_s / 1e9, 1) if mem else None,
+        "tdp_w": p.power.tdp_w,
+    }
+
+
+def system_row(s: Any) -> dict[str, Any]:
+    """Key figures of a system profile."""
+    return {"name": s.name, "device": s.device, "devices": s.device_count,
+            "host_link": s.host_to_device.name,
+            "device_link": s.device_to_device.name if s.device_to_device else None,
+            "storage": f"{s.storage_count}x {s.storage.name}",
+            "dataset": s.default_dataset.name, "gpudirect_storage": s.gpudirect_storage}
+
+
+@cli.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def list_cmd(as_json: bool) -> None:
+    """Built-in device profiles, systems, scenarios and zoo models."""
+    from accelsim.devices.profile import list_profiles
+    from accelsim.sim.system import available_systems, load_system
+    from accelsim.workload.scenario import scenario_names
+    from accelsim.workload.zoo import model_names
+
+    profiles = [profile_row(p) for p in list_profiles()]
+    systems = [system_row(load_system(n)) for n in available_systems()]
+    if as_json:
+        echo_json({"profiles": profiles, "systems": systems,
+                   "workloads": scenario_names() + model_names(),
+                   "scenarios": scenario_names(), "models": model_names()})
+        return
+    click.echo(pd.DataFrame(profiles).fillna("").to_string(index=False))
+    click.echo("\n" + pd.DataFrame(systems).fillna("").to_string(index=False))
+    click.echo(f"\nscenarios: {', '.join(scenario_names())}")
+    click.echo(f"models: {', '.join(model_names())}")

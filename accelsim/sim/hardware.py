@@ -1,0 +1,59 @@
+"""What `--hw` names: a whole system, or one device that then runs inside a default host.
+
+    system, device = resolve_hardware("dgx-a100")   # the system and its device profile
+    system, device = resolve_hardware("tpu-v1")     # the default host, its device replaced
+
+A plain device profile runs inside `DEFAULT_HOST_SYSTEM` (one accelerator, a PCIe host, local
+storage), its host link taken from the device profile's `host_link.kind` when that names a
+link profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from accelsim.devices.profile import builtin_profile_names, load_profile
+from accelsim.errors import AccelsimError, UnknownNameError
+from accelsim.interconnect.links import available_links, load_link
+from accelsim.schema import read_toml
+from accelsim.sim.system import System, available_systems, load_system
+
+DEFAULT_HOST_SYSTEM = "workstation"
+
+
+def _is_system_file(path: Path) -> bool:
+    return "accelerator" in read_toml(path)
+
+
+def host_system_for(profile: Any) -> System:
+    """The default single-accelerator host around `profile`."""
+    base = load_system(DEFAULT_HOST_SYSTEM)
+    link = base.host_to_device
+    kind = getattr(getattr(profile, "host_link", None), "kind", None)
+    if kind in available_links():
+        link = load_link(kind)
+    return dataclasses.replace(base, name=f"{DEFAULT_HOST_SYSTEM}+{profile.name}",
+                               device=profile.name, device_count=1, host_to_device=link)
+
+
+def resolve_hardware(spec: str) -> tuple[System, Any]:
+    """(system, device profile) for a system or device name, or a path to either's TOML."""
+    if spec.endswith(".toml"):
+        path = Path(spec)
+        if not path.is_file():
+            raise AccelsimError(f"{spec}: no such hardware file")
+        if _is_system_file(path):
+            system = load_system(path)
+            return system, load_profile(system.device)
+        profile = load_profile(path)
+        return host_system_for(profile), profile
+    if spec in available_systems():
+        system = load_system(spec)
+        return system, load_profile(system.device)
+    if spec in builtin_profile_names():
+        profile = load_profile(spec)
+        return host_system_for(profile), profile
+    raise UnknownNameError("hardware (system or device profile)", spec,
+                           available_systems() + builtin_profile_names())
