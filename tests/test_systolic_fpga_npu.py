@@ -247,6 +247,8 @@ def test_busy_device_power_within_tdp() -> None:
     assert {p.device_class for p in profiles} == set(MODELS)
     for profile in profiles:
         out = run(profile, graph, 16, _runnable(profile), mode="train")
+        if "unit" in out:  # the host's share of an NPU fallback is not the device's power
+            out = out[out["unit"] != "host"]
         busy = out[out["time_s"] > 0]
         power_w = busy["energy_j"] / busy["time_s"]
         assert (power_w <= profile.power.tdp_w * (1 + 1e-9)).all(), profile.name
