@@ -27,13 +27,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from accelsim.datafiles import data_root
 from accelsim.devices.estimate import estimate
 from accelsim.devices.profile import load_profile
 from accelsim.workload.zoo import build_model
 
-CSV = data_root("hw_profiles").parent.parent / "shared" / "reference" / \
-    "calibration_measurements.csv"
+# A copy of shared/reference/calibration_measurements.csv (see tests/reference/README.md).
+CSV = Path(__file__).resolve().parents[1] / "tests" / "reference" / "calibration_measurements.csv"
 RESULTS = Path(__file__).parent / "results" / "fidelity.md"
 MULTI_GPU_SCALING = 1.0  # NB: ideal data-parallel scaling until the all-reduce is modelled
 PRECISIONS = {"TF32": "tf32", "AMP": "fp16", "FP32": "fp32"}

@@ -23,7 +23,7 @@ from accelsim.devices.profile_energy import load_energy_constants
 from accelsim.devices.profile_schema import MEMORY_TECHNOLOGIES, PRECISIONS
 from accelsim.errors import ConfigError, UnknownNameError
 
-REFERENCE_CSV = Path(__file__).resolve().parents[2] / "shared" / "reference" / "hardware_specs.csv"
+REFERENCE_CSV = Path(__file__).resolve().parent / "reference" / "hardware_specs.csv"
 EXPECTED = {
     "xeon-8380": "cpu", "xeon-8480": "cpu", "epyc-7763": "cpu",
     "v100": "gpu", "a100": "gpu", "h100": "gpu", "h200": "gpu", "t4": "gpu", "l4": "gpu",

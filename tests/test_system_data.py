@@ -27,7 +27,7 @@ from accelsim.sim.system import available_systems, load_system
 from accelsim.storage.datasets import available_datasets, load_dataset, sample_file_sizes_bytes
 from accelsim.storage.media import available_storage, load_storage, read_time_s
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+REFERENCE = Path(__file__).resolve().parent / "reference"
 LOADERS = {"links": load_link, "storage": load_storage, "datasets": load_dataset,
            "systems": load_system}
 AVAILABLE = {"links": available_links, "storage": available_storage,
