@@ -28,13 +28,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from accelsim.datafiles import data_root
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.estimate import estimate
 from accelsim.devices.profile import load_profile
 from accelsim.workload.zoo import build_model
 
-CSV = data_root("hw_profiles").parent.parent / "shared" / "reference" / "hardware_specs.csv"
+# A copy of shared/reference/hardware_specs.csv (see tests/reference/README.md).
+CSV = Path(__file__).resolve().parents[1] / "tests" / "reference" / "hardware_specs.csv"
 RESULTS = Path(__file__).parent / "results" / "fidelity_other.md"
 FIT_ID = "coral-mnv2-devboard"
 DLA_ENGINES = 2  # the measured row runs both DLAs of the module ("2x DLA")
