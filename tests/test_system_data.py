@@ -57,7 +57,7 @@ def test_brief_names_exist() -> None:
             "emmc"} <= set(available_storage())
     assert {"imagenet-raw", "imagenet-records", "mlperf-unet3d", "mlperf-resnet50",
             "mlperf-cosmoflow", "synthetic-small", "synthetic-large"} <= set(available_datasets())
-    assert {"dgx-a100", "dgx-h100", "workstation", "tpu-v3-8", "fpga-server",
+    assert {"dgx-a100", "dgx-h100", "dgx-1", "workstation", "tpu-v3-8", "fpga-server",
             "edge-device"} <= set(available_systems())
 
 

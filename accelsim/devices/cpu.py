@@ -28,7 +28,8 @@ import pandas as pd
 from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import dynamic_energy_j
-from accelsim.devices.tiling import fused_rows, kernel_counts, row_gemm_factors
+from accelsim.devices.mapping import fused_rows, kernel_counts
+from accelsim.devices.tiling import row_gemm_factors, row_traffic_bytes
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import get_format
 
@@ -80,29 +81,24 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     mem = profile.offchip_memory
     if mem is None:
         raise AccelsimError(f"{profile.name}: the CPU model needs offchip_memory.bandwidth")
-    cache_bytes = float(profile.onchip_memory.capacity_bytes or 0)
     width = get_format(precision).bytes_per_element
     tile_m, tile_n = eff["assumed.core_tile"]
 
+    # NB: a profile without a cache size gets compulsory traffic only (the ideal-reuse bound).
     factors = row_gemm_factors(work, gemms, width, tile_m, tile_n, cores,
                                eff["assumed.split_k_min_k"],
-                               cache_bytes * eff["assumed.cache_usable_fraction"])
+                               profile.onchip_memory.capacity_bytes,
+                               eff["assumed.cache_usable_fraction"])
     matmul = work["matmul"].to_numpy(dtype=bool)
     flops = work["flops"].to_numpy(dtype=float)
-    read = work["read_bytes"].to_numpy(dtype=float)
-    write = work["write_bytes"].to_numpy(dtype=float)
     quant = factors["quantization"].to_numpy()
     vector_rate = vector_peak_flops_per_s(profile, precision) * eff["assumed.vector_efficiency"]
     compute_s = np.where(matmul, flops * quant / (matmul_peak * eff["assumed.gemm_efficiency"]),
                          flops / vector_rate)
 
     fused = fused_rows(work) if software == "compiled" else np.zeros(len(work), dtype=bool)
-    # NB: as on the GPU, a fused row reads only the inputs its producer did not write.
-    dram = np.where(fused, np.maximum(read - write, 0.0),
-                    read + write + factors["reread_bytes"].to_numpy())
+    dram, onchip = row_traffic_bytes(work, factors, fused)  # on-chip: through the caches
     memory_s = dram / (float(mem.bandwidth_bytes_per_s) * eff["assumed.dram_bandwidth_efficiency"])
-    onchip = np.where(matmul, flops / 2 * quant * factors["tile_bytes_per_mac"].to_numpy(),
-                      read + write)
     # NB: a backward matmul's two GEMMs are two ops to the framework, as on the GPU.
     ops = np.where(fused, 0.0, kernel_counts(work))
     per_op_s = eff[f"assumed.{software}_overhead_per_op_s"]

@@ -17,9 +17,9 @@ Two compute paths, both from the profile:
 
 Non-matmul ops run on the overlay's misc engine, NB: one element op per PP x OCP lane per core
 per cycle (the width of one output tile), or on the fabric at one op per DSP MAC lane.
-On-chip BRAM + URAM hold the tiles: `mapping.blocked_refetch_bytes` decides the extra DDR/HBM
-traffic when a layer does not fit. NB: only the primary off-chip memory (HBM on the U280) is
-used; `secondary_memory` is not.
+On-chip BRAM + URAM hold the tiles, half of them double-buffering: `mapping.refetch_bytes`
+decides the extra DDR/HBM traffic when a layer does not fit. NB: only the primary off-chip
+memory (HBM on the U280) is used; `secondary_memory` is not.
 
     fpga_costs(load_profile("alveo-u250"), work, gemms, "int8", "eager")
 """
@@ -31,10 +31,11 @@ import pandas as pd
 
 from accelsim.devices.core import device_model
 from accelsim.devices.mapping import (
-    blocked_refetch_bytes,
+    DOUBLE_BUFFERED_RESIDENT_FRACTION,
     onchip_capacity_bytes,
     operand_bytes,
     per_row,
+    refetch_bytes,
     row_energy_j,
     row_gemms,
     vector_flops,
@@ -116,7 +117,8 @@ def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     acts, weights, outs = operand_bytes(work)
     onchip = profile.onchip_memory
     capacity = onchip_capacity_bytes(onchip.bram_bytes, onchip.uram_bytes)
-    dram = acts + weights + outs + blocked_refetch_bytes(acts, weights, outs, capacity)
+    dram = acts + weights + outs + refetch_bytes(acts, weights, capacity,
+                                                 DOUBLE_BUFFERED_RESIDENT_FRACTION)
     # NB: without an overlay the fabric's buffer traffic is taken as each operand once.
     buffer = np.where(mm_cycles > 0, mm_cycles * per_cycle_bytes, 0.0) + acts + weights + outs
     memory_s = dram / profile.offchip_memory.bandwidth_bytes_per_s

@@ -31,7 +31,8 @@ import pandas as pd
 from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import dynamic_energy_j
-from accelsim.devices.tiling import fused_rows, kernel_counts, row_gemm_factors
+from accelsim.devices.mapping import fused_rows, kernel_counts
+from accelsim.devices.tiling import row_gemm_factors, row_traffic_bytes
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import get_format
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
@@ -105,12 +106,10 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     achievable_bw = bandwidth * eff["fitted.dram_bandwidth_efficiency"]
 
     factors = row_gemm_factors(work, gemms, width, tile_m, tile_n, sm_count,
-                               eff["assumed.split_k_min_k"],
-                               l2_bytes * eff["assumed.l2_usable_fraction"])
+                               eff["assumed.split_k_min_k"], l2_bytes,
+                               eff["assumed.l2_usable_fraction"])
     matmul = work["matmul"].to_numpy(dtype=bool)
     flops = work["flops"].to_numpy(dtype=float)
-    read = work["read_bytes"].to_numpy(dtype=float)
-    write = work["write_bytes"].to_numpy(dtype=float)
     quant = factors["quantization"].to_numpy()
 
     vector_rate = vector_peak_flops_per_s(profile, precision) * eff["fitted.cuda_core_efficiency"]
@@ -118,16 +117,10 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
 
     fused = fused_rows(work) if software == "compiled" else np.zeros(len(work), dtype=bool)
     casts = amp_weight_casts(work, precision, software)
-    # NB: a fused row still reads the inputs its producer did not write (a residual, BN
-    # parameters): read - write bytes, as its output has the producer's output size.
-    dram = np.where(fused, np.maximum(read - write, 0.0),
-                    read + write + factors["reread_bytes"].to_numpy())
+    dram, onchip = row_traffic_bytes(work, factors, fused)  # on-chip: through L2
     dram = dram + casts * work["weight_bytes"].to_numpy(dtype=float) * (
         MASTER_WEIGHT_BYTES / width + 1.0)
     memory_s = dram / achievable_bw
-    # On-chip: GEMM tiles load their operands from L2 once per tile; streams pass L2 once.
-    onchip = np.where(matmul, flops / 2 * quant * factors["tile_bytes_per_mac"].to_numpy(),
-                      read + write)
 
     kernels = np.where(fused, 0.0, kernel_counts(work)) + casts
     host_per_kernel_s = (eff["fitted.eager_host_overhead_per_kernel_s"] if software == "eager"

@@ -1,7 +1,10 @@
-"""Plumbing shared by the systolic (TPU), FPGA and NPU class models: the GEMMs of each work
-row, the split of a row's bytes into operands, blocked-tiling DRAM traffic for a given on-chip
-capacity, per-row sums and the energy call. Each class model keeps only its own mapping (folds
-of an R x C array, DSP slices at a bit width, an int8 MAC array) and composes these.
+"""What each work row asks of a device, shared by every class model: the GEMMs of a row
+(`row_gemms`, the one place the backward dX / dW permutation lives), per-row sums, the split
+of a row's bytes into operands, the extra off-chip traffic when operands overflow an on-chip
+capacity (`refetch_bytes`), which rows a compiling engine fuses and how many kernels a row
+launches, and the energy calls. Each class model keeps only its own mapping (waves of tiles
+over SMs or cores in `tiling`, folds of an R x C array, DSP slices at a bit width, an int8 MAC
+array) and composes these.
 
     g = row_gemms(work, gemms)        # one row per GEMM of each matmul work row, `row` = position
     macs = per_row(g["macs"], g["row"], len(work))
@@ -15,29 +18,52 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices import energy
+from accelsim.workload.ops import ELEMENTWISE_KINDS, OpKind
 
 # Partial sums are kept 32 bits wide (int32 for int8 MACs, fp32 for bf16/fp16): an
 # architectural convention of the TPU MXU, the DPU and NPU MAC arrays, not a device figure.
 ACCUMULATOR_BYTES_PER_ELEMENT = 4
+# Share of an on-chip buffer that holds the resident operand when the other half
+# double-buffers the streamed tiles: an architectural convention, not a device figure.
+DOUBLE_BUFFERED_RESIDENT_FRACTION = 0.5
+# The gradient GEMMs of a forward (m x k) @ (k x n) = (m x n), as (m, n, k) in forward dims
+# (`gemms_for`): dX (m x k) = dY (m x n) @ W^T (n x k); dW (k x n) = X^T (k x m) @ dY (m x n).
+GRADIENT_GEMMS = {"dx": ("m", "k", "n"), "dw": ("k", "n", "m")}
+FUSABLE_OPS = frozenset({k.value for k in ELEMENTWISE_KINDS}
+                        | {OpKind.BATCHNORM.value, OpKind.LAYERNORM.value,
+                           OpKind.RMSNORM.value, OpKind.SOFTMAX.value})
+_DIMS = ("m", "n", "k")
 
 
 def row_gemms(work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
-    """GEMMs of every matmul row of `work`: columns row (position in `work`), m, n, k, count,
-    macs. Forward rows take the forward GEMMs of their op; backward rows the two gradient GEMMs
-    (dX: m x k = (m x n)(n x k); dW: k x n = (k x m)(m x n)), as `gemms_for` documents."""
+    """GEMMs of every matmul row of `work`: columns row (position in `work`), gemm ("forward",
+    "dx" or "dw"), m, n, k (output m x n, reduction k), count, macs. Forward rows take the
+    forward GEMMs of their op; backward rows the two gradient GEMMs (`GRADIENT_GEMMS`)."""
     pos = pd.DataFrame({"row": np.arange(len(work)), "op_index": work["op_index"].to_numpy(),
                         "phase": work["phase"].to_numpy(), "matmul": work["matmul"].to_numpy()})
     merged = pos[pos["matmul"]].merge(gemms, on="op_index", how="inner")
     fwd = merged[merged["phase"] == "forward"]
     bwd = merged[merged["phase"] == "backward"]
-    cols = ["row", "m", "n", "k", "count"]
-    parts = [fwd[cols],
-             bwd[["row", "m", "k", "n", "count"]].set_axis(cols, axis=1),
-             bwd[["row", "k", "n", "m", "count"]].set_axis(cols, axis=1)]
+    cols = ["row", *_DIMS, "count"]
+    parts = [fwd[cols].assign(gemm="forward")]
+    parts += [bwd[["row", *dims, "count"]].set_axis(cols, axis=1).assign(gemm=name)
+              for name, dims in GRADIENT_GEMMS.items()]
     out = pd.concat(parts, ignore_index=True).astype(
         {"row": np.int64, "m": float, "n": float, "k": float, "count": float})
     out["macs"] = out["m"] * out["n"] * out["k"] * out["count"]
-    return out
+    return out[["row", "gemm", *_DIMS, "count", "macs"]]
+
+
+def forward_dims(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(m, n, k) of the forward GEMM each row of `row_gemms` derives from (the inverse of
+    `GRADIENT_GEMMS`; a forward GEMM's own dims)."""
+    dims = {d: g[d].to_numpy(dtype=float) for d in _DIMS}
+    out = {d: dims[d].copy() for d in _DIMS}
+    for name, perm in GRADIENT_GEMMS.items():
+        grad = (g["gemm"] == name).to_numpy()
+        for slot, fwd_dim in zip(_DIMS, perm, strict=True):
+            out[fwd_dim][grad] = dims[slot][grad]
+    return out["m"], out["n"], out["k"]
 
 
 def per_row(values: pd.Series | np.ndarray, rows: pd.Series | np.ndarray, n_rows: int
@@ -72,30 +98,72 @@ def operand_bytes(work: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return acts, weights, work["write_bytes"].to_numpy(dtype=float)
 
 
-def blocked_refetch_bytes(act_bytes: np.ndarray, weight_bytes: np.ndarray,
-                          out_bytes: np.ndarray, capacity_bytes: float | None) -> np.ndarray:
-    """Extra DRAM bytes of a blocked (tiled) layer on an on-chip buffer of `capacity_bytes`.
+def refetch_bytes(a_bytes: np.ndarray, b_bytes: np.ndarray, capacity_bytes: float | None,
+                  resident_fraction: float) -> np.ndarray:
+    """Extra off-chip bytes of a blocked product of two operands of a_bytes and b_bytes on an
+    on-chip store of `capacity_bytes`, `resident_fraction` of which holds a block of one
+    operand (the rest serves the streamed operand's tiles: 0.5 when they are double-buffered,
+    `DOUBLE_BUFFERED_RESIDENT_FRACTION`).
 
-    Everything fits: none. Weights fit in half the buffer (the other half double-buffers the
-    activation tiles): weights stay resident, activations stream once: none. Activations fit
-    in half: they stay, weights stream once: none. Otherwise activations are cut into tiles of
-    half the buffer and the weights are read again for every tile after the first.
+    The smaller operand is blocked: when it fits the resident share it stays on chip while the
+    larger streams once (no extra bytes); otherwise it is cut into resident-share blocks and the
+    larger is streamed again for every block after the first: larger x (ceil(smaller /
+    resident) - 1). When everything fits the store, the smaller fits half of it, so a
+    resident share of half or more costs nothing there either.
     None = capacity unpublished: compulsory traffic only (NB: the ideal-reuse bound).
+    NB: blocking the smaller operand is the cheaper loop order to first order (it saves the
+    larger's one compulsory pass, not the smaller's); rasterisation order and the output's
+    share of the store are ignored.
+
+    >>> float(refetch_bytes(np.array([3e6]), np.array([10e6]), 2e6, 0.5)[0])
+    20000000.0
     """
-    act_bytes = np.asarray(act_bytes, dtype=float)
+    a = np.asarray(a_bytes, dtype=float)
+    b = np.asarray(b_bytes, dtype=float)
     if capacity_bytes is None:
-        return np.zeros_like(act_bytes)
-    half = capacity_bytes / 2.0
-    fits = ((act_bytes + weight_bytes + out_bytes <= capacity_bytes) | (weight_bytes <= half)
-            | (act_bytes <= half))
-    tiles = np.ceil(act_bytes / half)
-    return np.where(fits, 0.0, weight_bytes * np.maximum(tiles - 1.0, 0.0))
+        return np.zeros(np.broadcast(a, b).shape)
+    small, large = np.minimum(a, b), np.maximum(a, b)
+    resident = max(capacity_bytes * resident_fraction, 1.0)
+    passes = np.maximum(np.ceil(small / resident), 1.0)
+    return large * (passes - 1.0)
 
 
 def onchip_capacity_bytes(*sizes: int | None) -> float | None:
     """Sum of the published on-chip sizes, None when none is published."""
     present = [s for s in sizes if s is not None]
     return float(sum(present)) if present else None
+
+
+def _launches_kernel(work: pd.DataFrame) -> np.ndarray:
+    """Rows that run a kernel: any FLOPs or bytes (views have neither)."""
+    return ((work["flops"] > 0) | (work["read_bytes"] + work["write_bytes"] > 0)).to_numpy()
+
+
+def fused_rows(work: pd.DataFrame) -> np.ndarray:
+    """Rows a compiling engine fuses into their producer: elementwise and normalisation ops
+    that have a producer kernel in the same phase (forward: the kernel before; backward, which
+    runs in reverse order: the kernel after). NB: table order stands in for graph edges."""
+    fusable = work["op"].isin(FUSABLE_OPS).to_numpy()
+    kernel = _launches_kernel(work)
+    phase = work["phase"].to_numpy()
+    fused = np.zeros(len(work), dtype=bool)
+    for ph, step in (("forward", 1), ("backward", -1)):
+        rows = np.flatnonzero(phase == ph)[::step]
+        seen_producer = False
+        for r in rows:
+            if not kernel[r]:
+                continue
+            if fusable[r] and seen_producer:
+                fused[r] = True
+            seen_producer = True
+    return fused
+
+
+def kernel_counts(work: pd.DataFrame) -> np.ndarray:
+    """Kernels per row: 0 for views (no FLOPs, no bytes), 2 for a backward matmul (dX and dW),
+    else 1 (NB: the optimizer as one fused multi-tensor kernel, as NGC's apex optimizers)."""
+    two = work["matmul"].to_numpy() & (work["phase"] == "backward").to_numpy()
+    return np.where(_launches_kernel(work), np.where(two, 2.0, 1.0), 0.0)
 
 
 def row_energy_j(profile: Any, precision: str, macs: np.ndarray, vec_flops: np.ndarray,

@@ -12,7 +12,7 @@ Per row of the work table:
   conv keeps about 1/cols of the array busy. Without a geometry the mapping is ideal (NB).
 - NPU toolchains (Edge TPU compiler, TensorRT for DLA) compile ahead of time, whatever
   `software` says: normalisation and elementwise rows fuse into their producer
-  (`tiling.fused_rows`; NB: BN folded, activation applied as the array's outputs drain), so a
+  (`mapping.fused_rows`; NB: BN folded, activation applied as the array's outputs drain), so a
   fused row costs no time and moves only the inputs its producer did not write (a residual).
 - every other NPU kernel pays `fitted.layer_dispatch_s` of hw_profiles/efficiency/npu.toml
   (layer set-up: instruction / descriptor issue, weights into the array, pipeline sync), not
@@ -20,10 +20,11 @@ Per row of the work table:
   (benchmarks/results/fidelity_other.md). Column `kernels` counts them.
 - other rows run on the vector path: the vector peak at the precision (or fp32), else one
   element op per MAC lane per cycle (NB: an upper bound, no vector figure published).
-- DRAM traffic: each operand once, plus `mapping.blocked_refetch_bytes` when a layer does
-  not fit the on-chip SRAM (the L2 on the Orin). An NPU without DRAM (the Edge TPU) keeps the
-  parameters that fit in its SRAM and streams the rest from the host for every batch (Coral's
-  parameter caching), costed on the host link; activations that overflow the SRAM stream too.
+- DRAM traffic: each operand once, plus `mapping.refetch_bytes` (half the SRAM resident, half
+  double-buffering) when a layer does not fit the on-chip SRAM (the L2 on the Orin). An NPU
+  without DRAM (the Edge TPU) keeps the parameters that fit in its SRAM and streams the rest
+  from the host for every batch (Coral's parameter caching), costed on the host link;
+  activations that overflow the SRAM stream too.
 - the power envelope is the TDP cap of `core.finish`.
 - ops outside `compute.supported_ops` (absent = all run) fall back to the host CPU
   (`host`, default the `DEFAULT_HOST` profile, as the Edge TPU's USB host): the CPU class model
@@ -49,17 +50,19 @@ from accelsim.devices import systolic
 from accelsim.devices.core import device_model, finish
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import (
-    blocked_refetch_bytes,
+    DOUBLE_BUFFERED_RESIDENT_FRACTION,
+    fused_rows,
+    kernel_counts,
     link_energy_j,
     onchip_capacity_bytes,
     operand_bytes,
     per_row,
+    refetch_bytes,
     row_energy_j,
     row_gemms,
     vector_flops,
 )
 from accelsim.devices.profile_types import DeviceProfile
-from accelsim.devices.tiling import fused_rows, kernel_counts
 from accelsim.errors import AccelsimError
 
 DEFAULT_HOST = "xeon-8380"  # profile name of the host CPU that runs unsupported ops
@@ -119,7 +122,8 @@ def streamed_bytes(profile: DeviceProfile, work: pd.DataFrame, capacity: float |
     """Off-chip bytes per row (see module docstring: DRAM, or the host link without DRAM)."""
     acts, weights, outs = operand_bytes(work)
     if profile.offchip_memory is not None:
-        return acts + weights + outs + blocked_refetch_bytes(acts, weights, outs, capacity)
+        return acts + weights + outs + refetch_bytes(acts, weights, capacity,
+                                                     DOUBLE_BUFFERED_RESIDENT_FRACTION)
     if capacity is None:
         raise AccelsimError(f"{profile.name}: an NPU without DRAM needs onchip_memory.sram")
     forward = (work["phase"] == "forward").to_numpy()

@@ -14,7 +14,9 @@ Top level: `class` (one of cpu, gpu, tpu, fpga, npu), `display_name`, `vendor`, 
 then the tables below and `[sources]`. A device is a composition: compute units, on-chip memory,
 off-chip memory, host link, power. Unknown keys, missing keys, wrong types, values <= 0, unknown
 classes / precisions / technologies / link kinds, and keys not valid for the device's class are
-all rejected with `ConfigError(source=file, field=dotted.path, value=..., problem=...)`.
+all rejected with `ConfigError(source=file, field=dotted.path, value=..., problem=...)`: the
+shared checks of `accelsim.schema` run on the fields of the profile's class, then the cross-field
+rules of [compute] (a peak exists, sparse >= dense, base clock <= rated clock).
 
 Units are in every key. A dimensioned key is `<base>_<unit>` and any listed unit may be used;
 the Python attribute is `<base>` plus the SI suffix:
@@ -79,29 +81,14 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 from accelsim.datafiles import builtin_files
 from accelsim.devices.profile_schema import (
-    COMPUTE,
-    COMPUTE_SUBTABLES,
-    DEVICE_CLASSES,
-    DSP_OPERAND_WIDTHS,
-    INTEGER_PRECISIONS,
-    OP_KINDS,
-    OVERLAY,
-    PEAK_KEY,
-    PRECISIONS,
-    SECTIONS,
-    TOP_LEVEL,
-    UNITS,
-    FieldSpec,
-    check_cited,
-    check_number,
-    check_sources,
-    check_string,
-    check_table,
-    fail,
-    match_key,
+    CLASS_FIELD,
+    MATRIX_PEAKS,
+    VECTOR_PEAKS,
+    profile_fields,
 )
 from accelsim.devices.profile_types import (
     ComputeSpec,
@@ -113,8 +100,9 @@ from accelsim.devices.profile_types import (
     PeerLinkSpec,
     PowerSpec,
 )
-from accelsim.errors import AccelsimError
-from accelsim.schema import find_profile, read_toml
+from accelsim.errors import AccelsimError, ConfigError
+from accelsim.schema import find_profile, parse_field, read_toml
+from accelsim.schema import parse_profile as parse_sourced
 
 __all__ = [
     "DeviceProfile",
@@ -165,189 +153,68 @@ def load_all_profiles() -> dict[str, DeviceProfile]:
     return {profile.name: profile for profile in list_profiles()}
 
 
-def parse_profile(raw: dict[str, object], name: str, source: str) -> DeviceProfile:
+def parse_profile(raw: dict[str, Any], name: str, source: str) -> DeviceProfile:
     """Validate an already-parsed TOML document and build the profile (`source` names it in
-    errors)."""
-    known = set(TOP_LEVEL) | set(SECTIONS) | {"sources"}
-    for key, value in raw.items():
-        if key not in known:
-            fail(source, key, value, f"unknown key; allowed here: {', '.join(sorted(known))}")
-    if "class" not in raw:
-        fail(source, "class", None, f"required field missing; one of: {', '.join(DEVICE_CLASSES)}")
-    device_class = check_string(source, "class", raw["class"], DEVICE_CLASSES)
-    if "sources" not in raw:
-        fail(source, "sources", None, "required table missing (every number needs a source)")
-    sources = check_sources(source, raw["sources"])
-    reader = _Reader(source, device_class)
-    top = reader.fields({k: v for k, v in raw.items() if k in TOP_LEVEL}, "", TOP_LEVEL)
-
-    sections: dict[str, object] = {}
-    for section, (spec, allowed, required) in SECTIONS.items():
-        if section not in raw:
-            if device_class in required:
-                fail(source, section, None, f"required table missing for class '{device_class}'")
-            continue
-        if device_class not in allowed:
-            fail(source, section, raw[section], f"not a table of class '{device_class}'")
-        table = check_table(source, section, raw[section])
-        if section == "compute":
-            sections[section] = reader.compute(table)
-        else:
-            sections[section] = _SECTION_TYPES[section](**reader.fields(table, section, spec))
-
-    check_cited(source, device_class, reader.numeric, reader.leaves, sources)
+    errors). The shared core checks every key against the fields of the profile's class; the
+    cross-field rules of the [compute] table are checked here."""
+    device_class = parse_field(raw, CLASS_FIELD, source)
+    values, sources = parse_sourced(raw, profile_fields(device_class), source)
+    sections = {section: spec_type(**values[section])
+                for section, spec_type in _SECTION_TYPES.items() if values[section] is not None}
     return DeviceProfile(
         name=name,
         device_class=device_class,
-        display_name=top["display_name"],
-        vendor=top["vendor"],
-        notes=top.get("notes"),
+        display_name=values["display_name"],
+        vendor=values["vendor"],
+        notes=values["notes"],
         source_path=source,
         sources=sources,
+        compute=_compute(values["compute"], raw["compute"], source),
         **sections,
     )
 
 
-class _Reader:
-    """Walks one profile, converting values to SI and remembering every leaf path it saw."""
+def _compute(values: dict[str, Any], raw: dict[str, Any], source: str) -> ComputeSpec:
+    """The [compute] table, parsed by the core (`values`) and as written (`raw`)."""
+    matrix, vector = values.pop("matrix"), values.pop("vector")
+    dense, sparse = _peaks(matrix, raw.get("matrix", {}), MATRIX_PEAKS)
+    vector_peaks, _ = _peaks(vector, raw.get("vector", {}), VECTOR_PEAKS)
+    if not dense and not sparse and not vector_peaks:
+        raise ConfigError(source, "compute.matrix", {}, "no peak throughput given; add at least "
+                          "one compute.matrix or compute.vector peak")
+    for key in raw.get("matrix", {}):
+        precision, mode = MATRIX_PEAKS[key]
+        if mode == "sparse" and precision in dense and sparse[precision] < dense[precision]:
+            raise ConfigError(source, f"compute.matrix.{key}", raw["matrix"][key],
+                              "sparse peak is below the dense peak")
+    clock, base = values["clock_hz"], values["base_clock_hz"]
+    if clock is not None and base is not None and base > clock:
+        raise ConfigError(source, "compute.base_clock", base, f"above the rated clock {clock:g} Hz")
+    macs = values.pop("macs_per_dsp")
+    macs_per_dsp = {width: macs[width] for width in raw.get("macs_per_dsp", {})}
+    if macs is not None and not macs_per_dsp:
+        raise ConfigError(source, "compute.macs_per_dsp", {}, "must give at least one width")
+    overlay = values.pop("overlay")
+    return ComputeSpec(
+        **values,
+        matrix_peak_flops_per_s=dense,
+        matrix_sparse_peak_flops_per_s=sparse,
+        vector_peak_flops_per_s=vector_peaks,
+        macs_per_dsp=macs_per_dsp,
+        overlay=None if overlay is None else OverlaySpec(**overlay),
+    )
 
-    def __init__(self, source: str, device_class: str) -> None:
-        self.source, self.device_class = source, device_class
-        self.numeric: dict[str, object] = {}
-        self.leaves: set[str] = set()
 
-    def fields(self, table: dict[str, object], path: str,
-               spec: dict[str, FieldSpec]) -> dict[str, object]:
-        """Check and convert the scalar keys of one table against `spec`."""
-        out: dict[str, object] = {}
-        for key, value in table.items():
-            fpath = f"{path}.{key}" if path else key
-            matched = match_key(key, spec)
-            if matched is None:
-                allowed = [s.spelling(b) for b, s in spec.items() if self.device_class in s.allowed]
-                fail(self.source, fpath, value, f"unknown key; allowed here for class "
-                     f"'{self.device_class}': {', '.join(allowed) or '(none)'}")
-            base, unit = matched
-            field = spec[base]
-            if self.device_class not in field.allowed:
-                fail(self.source, fpath, value, f"not a field of class '{self.device_class}' "
-                     f"(only {', '.join(sorted(field.allowed))})")
-            attr = field.attr(base)
-            if attr in out:
-                fail(self.source, fpath, value, f"'{base}' is given twice (in two units)")
-            out[attr] = self._value(fpath, value, field, unit)
-        for base, field in spec.items():
-            if self.device_class in field.required and field.attr(base) not in out:
-                where = f"{path}.{base}" if path else base
-                fail(self.source, where, None, f"required field missing for class "
-                     f"'{self.device_class}'; write it as {field.spelling(base)}")
-        return out
-
-    def _value(self, path: str, value: object, field: FieldSpec, unit: str | None) -> object:
-        self.leaves.add(path)
-        if field.kind == "str":
-            return check_string(self.source, path, value, field.choices)
-        if field.kind == "str_list":
-            return self._op_list(path, value)
-        self.numeric[path] = value
-        number = check_number(self.source, path, value, integer=field.kind == "count")
-        if field.kind == "count":
-            return int(number)
-        si = number * UNITS[field.kind][unit or ""]
-        return int(round(si)) if field.kind == "bytes" else si
-
-    def _op_list(self, path: str, value: object) -> tuple[str, ...]:
-        if not isinstance(value, list) or not value:
-            fail(self.source, path, value, "must be a non-empty list of op kinds")
-        for op in value:
-            if op not in OP_KINDS:
-                fail(self.source, path, op, f"unknown op kind; choose from: {', '.join(OP_KINDS)}")
-        if len(set(value)) != len(value):
-            fail(self.source, path, value, "lists an op kind twice")
-        return tuple(value)
-
-    def compute(self, table: dict[str, object]) -> ComputeSpec:
-        """The [compute] table and its sub-tables."""
-        subs: dict[str, dict[str, object]] = {}
-        for sub, (allowed, required) in COMPUTE_SUBTABLES.items():
-            path = f"compute.{sub}"
-            if sub not in table:
-                if self.device_class in required:
-                    fail(self.source, path, None,
-                         f"required table missing for class '{self.device_class}'")
-                continue
-            if self.device_class not in allowed:
-                fail(self.source, path, table[sub], f"not a table of class '{self.device_class}'")
-            subs[sub] = check_table(self.source, path, table[sub])
-        scalars = {k: v for k, v in table.items() if k not in COMPUTE_SUBTABLES}
-        values = self.fields(scalars, "compute", COMPUTE)
-        dense, sparse = self._peaks(subs.get("matrix", {}), "compute.matrix", matrix=True)
-        vector, _ = self._peaks(subs.get("vector", {}), "compute.vector", matrix=False)
-        if not dense and not sparse and not vector:
-            fail(self.source, "compute.matrix", {}, "no peak throughput given; add at least one "
-                 "compute.matrix or compute.vector peak")
-        clock, base = values.get("clock_hz"), values.get("base_clock_hz")
-        if clock is not None and base is not None and base > clock:
-            fail(self.source, "compute.base_clock", base, f"above the rated clock {clock:g} Hz")
-        overlay = None
-        if "overlay" in subs:
-            overlay = OverlaySpec(**self.fields(subs["overlay"], "compute.overlay", OVERLAY))
-        return ComputeSpec(
-            **values,
-            matrix_peak_flops_per_s=dense,
-            matrix_sparse_peak_flops_per_s=sparse,
-            vector_peak_flops_per_s=vector,
-            macs_per_dsp=self._macs_per_dsp(subs.get("macs_per_dsp")),
-            overlay=overlay,
-        )
-
-    def _peaks(self, table: dict[str, object], path: str,
-               matrix: bool) -> tuple[dict[str, float], dict[str, float]]:
-        """Peak keys -> ({precision: dense FLOP/s}, {precision: sparse FLOP/s})."""
-        dense: dict[str, float] = {}
-        sparse: dict[str, float] = {}
-        sparse_paths: dict[str, tuple[str, object]] = {}
-        for key, value in table.items():
-            fpath = f"{path}.{key}"
-            found = PEAK_KEY.match(key)
-            if found is None:
-                form = "peak_<tflops|tops>_<precision>" + ("_<dense|sparse>" if matrix else "")
-                fail(self.source, fpath, value, f"unknown key; peaks are written {form}")
-            unit, precision, mode = found.groups()
-            if precision not in PRECISIONS:
-                fail(self.source, fpath, value,
-                     f"unknown precision '{precision}'; choose one of: {', '.join(PRECISIONS)}")
-            want = "tops" if precision in INTEGER_PRECISIONS else "tflops"
-            if unit != want:
-                fail(self.source, fpath, value, f"{precision} throughput is written in {want}")
-            if matrix and mode is None:
-                fail(self.source, fpath, value, "matrix peaks end in _dense or _sparse")
-            if not matrix and mode is not None:
-                fail(self.source, fpath, value, "vector peaks have no _dense/_sparse suffix")
-            self.leaves.add(fpath)
-            self.numeric[fpath] = value
-            flops = check_number(self.source, fpath, value) * 1e12
-            (sparse if mode == "sparse" else dense)[precision] = flops
-            if mode == "sparse":
-                sparse_paths[precision] = (fpath, value)
-        for precision, (fpath, value) in sparse_paths.items():
-            if precision in dense and sparse[precision] < dense[precision]:
-                fail(self.source, fpath, value, "sparse peak is below the dense peak")
-        return dense, sparse
-
-    def _macs_per_dsp(self, table: dict[str, object] | None) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for key, value in (table or {}).items():
-            fpath = f"compute.macs_per_dsp.{key}"
-            if key not in DSP_OPERAND_WIDTHS:
-                fail(self.source, fpath, value,
-                     f"unknown operand width; choose one of: {', '.join(DSP_OPERAND_WIDTHS)}")
-            self.leaves.add(fpath)
-            self.numeric[fpath] = value
-            out[key] = int(check_number(self.source, fpath, value, integer=True))
-        if table is not None and not out:
-            fail(self.source, "compute.macs_per_dsp", table, "must give at least one width")
-        return out
+def _peaks(values: dict[str, float] | None, raw: dict[str, Any],
+           table: dict[str, tuple[str, str]]) -> tuple[dict[str, float], dict[str, float]]:
+    """({precision: dense FLOP/s}, {precision: sparse FLOP/s}) in the order the file lists them
+    (the first of equal peaks is the one reports show)."""
+    dense: dict[str, float] = {}
+    sparse: dict[str, float] = {}
+    for key in raw:
+        precision, mode = table[key]
+        (sparse if mode == "sparse" else dense)[precision] = (values or {})[key]
+    return dense, sparse
 
 
 def with_dataflow(profile: DeviceProfile, dataflow: str) -> DeviceProfile:

@@ -1,18 +1,18 @@
-"""Schema tables for device profiles and the checks shared with the energy-constants loader.
+"""Device-profile schema: which key, in which unit, for which device class.
 
-The contract these tables encode is documented in `accelsim.devices.profile`; this module only
-holds the data (which key, which unit, which device class) and the small checks that read it.
+The contract these tables encode is documented in `accelsim.devices.profile`. Only what is
+device-specific lives here: the per-class allowed / required sets, the unit suffixes a key may
+take (`clock_mhz` or `clock_ghz` -> `clock_hz`) and the peak-throughput tables.
+`profile_fields(device_class)` turns them into the `accelsim.schema.Field`s that the shared core
+checks (types, bounds, unknown and missing keys, the `[sources]` table).
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
-from typing import NoReturn
+from functools import cache
 
-from accelsim.errors import ConfigError
-from accelsim.schema import SOURCE_PREFIXES
+from accelsim.schema import Field, count, positive, text, texts
 from accelsim.workload.ops import OpKind
 
 DEVICE_CLASSES = ("cpu", "gpu", "tpu", "fpga", "npu")
@@ -29,7 +29,8 @@ HOST_LINK_KINDS = (
 PEER_LINK_KINDS = ("nvlink2", "nvlink3", "nvlink4", "ici")
 DSP_OPERAND_WIDTHS = ("int8", "int16")
 OP_KINDS = tuple(kind.value for kind in OpKind)
-NOT_FOUND = "not found:"
+PEAK_MODES = ("dense", "sparse")
+TERA = 1e12  # peaks are written in TFLOP/s or TOP/s
 
 # TOML unit suffix -> factor to the SI unit of the dimension.
 UNITS: dict[str, dict[str, float]] = {
@@ -48,6 +49,13 @@ _ALL = frozenset(DEVICE_CLASSES)
 _NONE: frozenset[str] = frozenset()
 
 
+def _rejected(what: str, device_class: str, allowed: frozenset[str]) -> str | None:
+    """Why a key of another device class is refused; None when `device_class` may have it."""
+    if device_class in allowed:
+        return None
+    return f"not a {what} of class '{device_class}' (only {', '.join(sorted(allowed))})"
+
+
 @dataclass(frozen=True)
 class FieldSpec:
     """One profile key. `kind` is a dimension in UNITS, or "count", "str", "str_list"."""
@@ -57,15 +65,20 @@ class FieldSpec:
     required: frozenset[str] = _NONE
     choices: tuple[str, ...] = ()
 
-    def attr(self, base: str) -> str:
-        """Python attribute name for the key with base name `base`."""
-        return base + SI_SUFFIX.get(self.kind, "")
-
-    def spelling(self, base: str) -> str:
-        """How the key is written in TOML, e.g. 'clock_<mhz|ghz>'."""
-        if self.kind in UNITS:
-            return f"{base}_<{'|'.join(UNITS[self.kind])}>"
-        return base
+    def field(self, base: str, device_class: str) -> Field:
+        """The key `base` as the schema core checks it in a profile of `device_class`: a
+        dimensioned key is written `<base>_<unit>` and stored as `<base><SI suffix>`."""
+        kw = {"required": device_class in self.required,
+              "rejected": _rejected("field", device_class, self.allowed)}
+        if self.kind == "str":
+            return text(base, self.choices, **kw)
+        if self.kind == "str_list":
+            return texts(base, self.choices, **kw)
+        if self.kind == "count":
+            return count(base, **kw)
+        return positive(base, attr=base + SI_SUFFIX[self.kind],
+                        units=tuple(UNITS[self.kind].items()),
+                        si_type=int if self.kind == "bytes" else float, **kw)
 
 
 def _f(kind: str, allowed: str = "", required: str = "",
@@ -75,8 +88,8 @@ def _f(kind: str, allowed: str = "", required: str = "",
     return FieldSpec(kind, allowed_set, required_set, choices)
 
 
+CLASS_FIELD = text("class", DEVICE_CLASSES)
 TOP_LEVEL = {
-    "class": _f("str", required="*", choices=DEVICE_CLASSES),
     "display_name": _f("str", required="*"),
     "vendor": _f("str", required="*"),
     "notes": _f("str"),
@@ -102,7 +115,7 @@ COMPUTE = {
     "luts": _f("count", "fpga"),
     "slr_count": _f("count", "fpga"),
     "mac_count": _f("count", "npu"),
-    "supported_ops": _f("str_list", "npu"),
+    "supported_ops": _f("str_list", "npu", choices=OP_KINDS),
 }
 # Sub-tables of [compute]: name -> (classes allowed, classes required).
 COMPUTE_SUBTABLES = {
@@ -167,101 +180,43 @@ SECTIONS: dict[str, tuple[dict[str, FieldSpec], frozenset[str], frozenset[str]]]
     "power": (POWER, _ALL, _ALL),
 }
 
-PEAK_KEY = re.compile(r"^peak_(tflops|tops)_([a-z0-9]+?)(?:_(dense|sparse))?$")
+
+def peak_key(precision: str, mode: str | None = None) -> str:
+    """How a peak is written: `peak_tflops_bf16_dense` (matrix), `peak_tops_int8` (vector)."""
+    unit = "tops" if precision in INTEGER_PRECISIONS else "tflops"
+    return f"peak_{unit}_{precision}" + (f"_{mode}" if mode else "")
 
 
-def fail(source: str, field: str, value: object, problem: str) -> NoReturn:
-    """Raise the ConfigError every check in this package raises."""
-    raise ConfigError(source=source, field=field, value=value, problem=problem)
+# [compute.matrix] / [compute.vector] key -> (precision, "dense" | "sparse").
+MATRIX_PEAKS = {peak_key(p, m): (p, m) for p in PRECISIONS for m in PEAK_MODES}
+VECTOR_PEAKS = {peak_key(p): (p, "dense") for p in PRECISIONS}
 
 
-def match_key(key: str, spec: dict[str, FieldSpec]) -> tuple[str, str | None] | None:
-    """(base name, unit suffix or None) of a TOML key, or None when the key is not in `spec`."""
-    if key in spec and spec[key].kind not in UNITS:
-        return key, None
-    for base, field in spec.items():
-        if field.kind in UNITS and key.startswith(base + "_"):
-            unit = key[len(base) + 1 :]
-            if unit in UNITS[field.kind]:
-                return base, unit
-    return None
+def _table(name: str, sub: tuple[Field, ...], device_class: str, allowed: frozenset[str],
+           required: frozenset[str]) -> Field:
+    return Field(name, dict, sub=sub, required=device_class in required,
+                 rejected=_rejected("table", device_class, allowed))
 
 
-def check_number(source: str, path: str, value: object, integer: bool = False) -> float:
-    """A finite number > 0 (an int when `integer`); bools are not numbers here."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        fail(source, path, value, "must be a number")
-    if integer and not isinstance(value, int):
-        fail(source, path, value, "must be a whole number (a count)")
-    if not math.isfinite(value) or value <= 0:
-        fail(source, path, value, "must be greater than zero")
-    return float(value)
+def _fields(spec: dict[str, FieldSpec], device_class: str) -> tuple[Field, ...]:
+    return tuple(s.field(base, device_class) for base, s in spec.items())
 
 
-def check_string(source: str, path: str, value: object, choices: tuple[str, ...] = ()) -> str:
-    """A non-empty string, one of `choices` when given."""
-    if not isinstance(value, str) or not value.strip():
-        fail(source, path, value, "must be a non-empty string")
-    if choices and value not in choices:
-        fail(source, path, value, f"unknown value; choose one of: {', '.join(choices)}")
-    return value
-
-
-def check_table(source: str, path: str, value: object) -> dict[str, object]:
-    """A TOML table (a dict)."""
-    if not isinstance(value, dict):
-        fail(source, path, value, "must be a table")
-    return value
-
-
-def check_sources(source: str, raw: object) -> dict[str, str]:
-    """The [sources] table: dotted field path -> text starting with one of SOURCE_PREFIXES."""
-    table = check_table(source, "sources", raw)
-    out: dict[str, str] = {}
-    for key, text in table.items():
-        if not isinstance(text, str) or not text.strip().startswith(SOURCE_PREFIXES):
-            fail(source, f"sources.{key}", text,
-                 f"must be text starting with one of: {' '.join(SOURCE_PREFIXES)}")
-        out[key] = text.strip()
-    return out
-
-
-def declared(path: str, device_class: str) -> bool:
-    """Whether dotted `path` (a key as written, any unit) is a field a `device_class` profile
-    may have; used for `not found:` sources, which name absent fields."""
-    parts = path.split(".")
-    if len(parts) == 1:
-        return parts[0] in TOP_LEVEL
-    section, key = parts[0], parts[-1]
-    if section not in SECTIONS or device_class not in SECTIONS[section][1]:
-        return False
-    if len(parts) == 2:
-        matched = match_key(key, SECTIONS[section][0])
-        return matched is not None and device_class in SECTIONS[section][0][matched[0]].allowed
-    if section != "compute" or len(parts) != 3 or parts[1] not in COMPUTE_SUBTABLES:
-        return False
-    if device_class not in COMPUTE_SUBTABLES[parts[1]][0]:
-        return False
-    if parts[1] in ("matrix", "vector"):
-        found = PEAK_KEY.match(key)
-        return found is not None and found.group(2) in PRECISIONS
-    if parts[1] == "macs_per_dsp":
-        return key in DSP_OPERAND_WIDTHS
-    return match_key(key, OVERLAY) is not None
-
-
-def check_cited(source: str, device_class: str, numeric: dict[str, object], leaves: set[str],
-                sources: dict[str, str]) -> None:
-    """Every numeric field has a source; every source names a field that is present, except a
-    `not found:` source, which names a declared field that is absent."""
-    for path, value in numeric.items():
-        if path not in sources:
-            fail(source, path, value, "numeric field has no entry in [sources]")
-    for key, text in sources.items():
-        if text.startswith(NOT_FOUND):
-            if key in leaves:
-                fail(source, f"sources.{key}", text, "says 'not found' but the field has a value")
-            if not declared(key, device_class):
-                fail(source, f"sources.{key}", text, "names no field of this profile's class")
-        elif key not in leaves:
-            fail(source, f"sources.{key}", text, "names no field present in this file")
+@cache
+def profile_fields(device_class: str) -> tuple[Field, ...]:
+    """Every key a profile of `device_class` may have, for `accelsim.schema.parse_profile`;
+    keys of other classes are declared `rejected`, so that the error says why."""
+    peaks = {"matrix": MATRIX_PEAKS, "vector": VECTOR_PEAKS}
+    subs = {
+        **{name: tuple(positive(key, TERA, required=False) for key in table)
+           for name, table in peaks.items()},
+        "macs_per_dsp": tuple(count(width, required=False) for width in DSP_OPERAND_WIDTHS),
+        "overlay": _fields(OVERLAY, device_class),
+    }
+    compute = (*_fields(COMPUTE, device_class),
+               *(_table(name, subs[name], device_class, *sets)
+                 for name, sets in COMPUTE_SUBTABLES.items()))
+    sections = (_table(name, compute if name == "compute" else _fields(spec, device_class),
+                       device_class, allowed, required)
+                for name, (spec, allowed, required) in SECTIONS.items())
+    return (CLASS_FIELD, *_fields(TOP_LEVEL, device_class), *sections)

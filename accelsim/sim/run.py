@@ -142,7 +142,7 @@ def simulate_training(config: TrainConfig) -> TrainResult:
 
     d2d = plan.system.device_to_device if plan.devices > 1 else None
     grad_bytes = float(mem["gradients_bytes"])
-    # NB: gradients are reduced at the training precision, in one piece (no bucketing).
+    # NB: gradients are reduced in one piece (no bucketing), in fp32 under mixed precision.
     comm_s = (link_allreduce_time_s(plan.allreduce, plan.devices, grad_bytes, d2d)
               if d2d is not None else 0.0)
     core_w, dram_j = _host_rates(plan, notes)

@@ -33,17 +33,18 @@ Example::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from accelsim.datafiles import builtin_files
-from accelsim.errors import ConfigError
 from accelsim.schema import (
     MB,
+    Field,
     count,
     find_profile,
     flagged_fields,
     non_negative,
+    parse_field,
     parse_profile,
     positive,
     read_toml,
@@ -102,15 +103,19 @@ def read_time_s(n_bytes: float, medium: StorageMedium, gds: bool = False) -> flo
     return latency + n_bytes / medium.read_bandwidth_bytes_per_s
 
 
+def _fields(kind: str) -> tuple[Field, ...]:
+    """FIELDS for a medium of `kind`: only UNBOUNDED_KINDS may omit read_bandwidth_mb_s."""
+    return tuple(replace(f, required=kind not in UNBOUNDED_KINDS)
+                 if f.key == "read_bandwidth_mb_s" else f for f in FIELDS)
+
+
 def load_storage(name_or_path: str | Path) -> StorageMedium:
     """A built-in medium by name (`available_storage()`) or a user TOML by path."""
     path = find_profile(name_or_path, "storage/*.toml", "storage medium")
-    values, sources = parse_profile(read_toml(path), FIELDS, str(path))
+    raw = read_toml(path)
+    values, sources = parse_profile(raw, _fields(parse_field(raw, FIELDS[0], str(path))),
+                                    str(path))
     if values["read_bandwidth_bytes_per_s"] is None:
-        if values["kind"] not in UNBOUNDED_KINDS:
-            raise ConfigError(str(path), "read_bandwidth_mb_s", None,
-                              f"missing required key (only {', '.join(UNBOUNDED_KINDS)} "
-                              "may omit it)")
         # NB: no published medium limit; the network link in front of it bounds reads.
         values["read_bandwidth_bytes_per_s"] = math.inf
     return StorageMedium(name=path.stem, sources=sources, **values)

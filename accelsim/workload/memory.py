@@ -72,4 +72,7 @@ def memory_need(graph: Graph, batch: int, precision: str, mode: str = "infer",
     saved = totals(graph)["saved_elems_per_sample"] * batch * width
     master = params * MASTER_WEIGHT_BYTES if width < MASTER_WEIGHT_BYTES else 0.0
     state = params * MASTER_WEIGHT_BYTES * OPTIMIZER_STATE_TENSORS[optimizer]
-    return MemoryNeed(params * width + master, saved, params * width, state)
+    # NB: mixed precision (PyTorch AMP) accumulates parameter gradients in fp32, the master
+    # weights' type; they are also what data-parallel training all-reduces.
+    grads = params * max(width, MASTER_WEIGHT_BYTES)
+    return MemoryNeed(params * width + master, saved, grads, state)
