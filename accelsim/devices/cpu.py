@@ -27,8 +27,7 @@ import pandas as pd
 
 from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.energy import dynamic_energy_j
-from accelsim.devices.mapping import fused_rows, kernel_counts
+from accelsim.devices.mapping import fused_rows, kernel_counts, row_energy_j
 from accelsim.devices.tiling import row_gemm_factors, row_traffic_bytes
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import get_format
@@ -104,10 +103,8 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     per_op_s = eff[f"assumed.{software}_overhead_per_op_s"]
     overhead_s = ops * per_op_s
 
-    energy_j = dynamic_energy_j(profile, precision,
-                                matmul_flops=np.where(matmul, flops, 0.0),
-                                other_flops=np.where(matmul, 0.0, flops),
-                                dram_bytes=dram, onchip_bytes=onchip)
+    energy_j = row_energy_j(profile, precision, np.where(matmul, flops / 2, 0.0),
+                            np.where(matmul, 0.0, flops), dram, onchip)
     busy_s = np.maximum(compute_s, memory_s)
     return pd.DataFrame({
         "compute_s": compute_s, "memory_s": memory_s, "overhead_s": overhead_s,

@@ -30,8 +30,7 @@ import pandas as pd
 
 from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.energy import dynamic_energy_j
-from accelsim.devices.mapping import fused_rows, kernel_counts
+from accelsim.devices.mapping import fused_rows, kernel_counts, listed_vector_peak, row_energy_j
 from accelsim.devices.tiling import row_gemm_factors, row_traffic_bytes
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import get_format
@@ -56,12 +55,10 @@ def matmul_path(profile: Any, precision: str) -> tuple[str, float]:
 
 def vector_peak_flops_per_s(profile: Any, precision: str) -> float:
     """CUDA-core peak for non-matmul math at `precision` (fp32's where not listed)."""
-    vector = profile.compute.vector_peak_flops_per_s
-    if precision in vector:
-        return float(vector[precision])
-    if "fp32" in vector:
-        return float(vector["fp32"])
-    raise AccelsimError(f"{profile.name} lists no CUDA-core (vector) peak")
+    listed = listed_vector_peak(profile, precision)
+    if listed is None:
+        raise AccelsimError(f"{profile.name} lists no CUDA-core (vector) peak")
+    return listed
 
 
 def amp_weight_casts(work: pd.DataFrame, precision: str, software: str) -> np.ndarray:
@@ -131,10 +128,8 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     overhead_s = kernels * eff["assumed.kernel_launch_s"] + np.maximum(
         kernels * host_per_kernel_s - busy_s, 0.0)
 
-    energy_j = dynamic_energy_j(profile, precision,
-                                matmul_flops=np.where(matmul, flops, 0.0),
-                                other_flops=np.where(matmul, 0.0, flops),
-                                dram_bytes=dram, onchip_bytes=onchip)
+    energy_j = row_energy_j(profile, precision, np.where(matmul, flops / 2, 0.0),
+                            np.where(matmul, 0.0, flops), dram, onchip)
     return pd.DataFrame({
         "compute_s": compute_s, "memory_s": memory_s, "overhead_s": overhead_s,
         "dynamic_energy_j": energy_j, "dram_bytes": dram, "onchip_bytes": onchip,

@@ -166,6 +166,17 @@ def kernel_counts(work: pd.DataFrame) -> np.ndarray:
     return np.where(_launches_kernel(work), np.where(two, 2.0, 1.0), 0.0)
 
 
+def listed_vector_peak(profile: Any, precision: str) -> float | None:
+    """The profile's vector (non-matrix) peak at `precision`, else its fp32 one, FLOP/s; None
+    when it lists neither (each class model has its own fallback). NB: a precision without a
+    listed vector peak is taken to run in fp32 registers."""
+    table = profile.compute.vector_peak_flops_per_s
+    for key in (precision, "fp32"):
+        if key in table:
+            return float(table[key])
+    return None
+
+
 def row_energy_j(profile: Any, precision: str, macs: np.ndarray, vec_flops: np.ndarray,
                  dram_bytes: np.ndarray, onchip_bytes: np.ndarray) -> np.ndarray:
     """Dynamic energy per row through `accelsim.devices.energy` (MACs at `precision`, vector

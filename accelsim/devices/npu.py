@@ -54,6 +54,7 @@ from accelsim.devices.mapping import (
     fused_rows,
     kernel_counts,
     link_energy_j,
+    listed_vector_peak,
     onchip_capacity_bytes,
     operand_bytes,
     per_row,
@@ -84,12 +85,9 @@ def matmul_rate(profile: DeviceProfile, precision: str) -> tuple[str, float]:
 
 def vector_rate(profile: DeviceProfile, precision: str, mac_per_s: float) -> float:
     """Element op/s of non-matmul work (see module docstring)."""
-    table = profile.compute.vector_peak_flops_per_s
-    if precision in table:
-        return table[precision]
-    if "fp32" in table:
-        return table["fp32"]
-    return mac_per_s  # NB: one element op per MAC lane per cycle; no vector peak published
+    listed = listed_vector_peak(profile, precision)
+    # NB: one element op per MAC lane per cycle where no vector peak is published.
+    return mac_per_s if listed is None else listed
 
 
 def array_matmul_s(profile: DeviceProfile, g: pd.DataFrame, n_rows: int, precision: str,

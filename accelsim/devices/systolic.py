@@ -37,6 +37,7 @@ import pandas as pd
 from accelsim.devices.core import device_model
 from accelsim.devices.mapping import (
     ACCUMULATOR_BYTES_PER_ELEMENT,
+    listed_vector_peak,
     mac_weighted,
     operand_bytes,
     per_row,
@@ -160,11 +161,9 @@ def vector_ops_per_s(profile: DeviceProfile, precision: str) -> float:
     """Throughput of the vector unit (activations, normalisation, pooling, updates), op/s:
     the profile's vector peak at `precision` (or fp32) when published, else one element op
     per MXU column lane per cycle over all MXUs."""
-    table = profile.compute.vector_peak_flops_per_s
-    if precision in table:
-        return table[precision]
-    if "fp32" in table:
-        return table["fp32"]
+    listed = listed_vector_peak(profile, precision)
+    if listed is not None:
+        return listed
     c = profile.compute
     # NB: derived, not published: TPU v1's activation unit consumes one mxu_cols-wide
     # accumulator row per cycle (Jouppi et al. 2017); later TPUs' VPUs are wider.
