@@ -13,7 +13,9 @@ from accelsim.devices.core import CLASS_MODELS, finish
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import die_energy_scale, energy_constants, static_power_w
 from accelsim.devices.estimate import estimate
+from accelsim.devices.mapping import forward_dims, refetch_bytes, row_gemms
 from accelsim.devices.profile import load_all_profiles, load_profile
+from accelsim.devices.tiling import gemm_quantization, row_gemm_factors
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import get_format
 from accelsim.workload.zoo import build_model
@@ -173,3 +175,25 @@ def test_cpu_peaks_amx_and_formula() -> None:
     est = estimate(build_model("resnet18"), PROFILES["xeon-8480"], 8, "int8", "infer")
     assert set(est.layers.loc[est.layers["matmul"], "unit"]) == {"amx"}
     assert np.isfinite(est.layers["cycles"]).all()
+
+
+def test_backward_row_maps_to_dx_and_dw_gemms() -> None:
+    m, n, k, width, cache = 4096, 1024, 512, 2.0, 1e6
+    work, gemms = gemm_case(m, n, k, "fp16")
+    work = pd.concat([work, work.assign(phase="backward")], ignore_index=True)
+    g = row_gemms(work, gemms)
+    dims = {name: tuple(r[["m", "n", "k"]]) for name, r in g.set_index("gemm").iterrows()}
+    assert dims == {"forward": (m, n, k), "dx": (m, k, n), "dw": (k, n, m)}
+    assert all((d == v).all() for d, v in zip(forward_dims(g), (m, n, k), strict=True))
+    f = row_gemm_factors(work, gemms, width, 128, 128, 80, 256, cache, 0.5)
+
+    def q(a: int, b: int, r: int) -> float:
+        return float(gemm_quantization(np.array([a]), np.array([b]), np.array([r]),
+                                       np.array([1]), 128, 128, 80, 256)[0])
+
+    assert f["quantization"].tolist() == pytest.approx(
+        [q(m, n, k) / (m * n * k), (q(m, k, n) + q(k, n, m)) / (2 * m * n * k)])
+    # Each gradient GEMM re-reads what the forward GEMM does.
+    fwd = refetch_bytes(np.array([m * k * width]), np.array([k * n * width]), cache, 0.5)[0]
+    assert fwd > 0
+    assert f["reread_bytes"].tolist() == pytest.approx([fwd, 2 * fwd])

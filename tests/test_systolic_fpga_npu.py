@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from accelsim.devices import fpga, npu, systolic
 from accelsim.devices.core import finish
 from accelsim.devices.energy import static_power_w
+from accelsim.devices.mapping import DOUBLE_BUFFERED_RESIDENT_FRACTION, refetch_bytes
 from accelsim.devices.profile import load_all_profiles, load_profile
 from accelsim.devices.profile_types import DeviceProfile
 from accelsim.devices.systolic_emulator import emulate_gemm
@@ -190,6 +191,21 @@ def gelu_mlp() -> Graph:
     x = g.gelu(g.linear(x, out_features=256, name="fc1"), name="act")
     g.linear(x, out_features=256, name="fc2")
     return g.build()
+
+
+def test_refetch_blocks_the_smaller_operand() -> None:
+    cap, half = 8e6, DOUBLE_BUFFERED_RESIDENT_FRACTION
+    acts, weights = np.array([3e6, 20e6, 30e6, 30e6]), np.array([30e6, 3e6, 10e6, 50e6])
+    extra = refetch_bytes(acts, weights, cap, half)
+    # One operand fits half the buffer: it stays, the other streams once.
+    assert extra[:2].tolist() == [0.0, 0.0]
+    # Neither fits: the smaller is cut into 4 MB blocks, the larger re-streamed per extra block.
+    assert extra[2] == 30e6 * (math.ceil(10 / 4) - 1)
+    assert extra[3] == 50e6 * (math.ceil(30 / 4) - 1)
+    assert (refetch_bytes(weights, acts, cap, half) == extra).all()
+    assert (refetch_bytes(acts, weights, None, half) == 0.0).all()  # capacity unpublished
+    # Everything fits the buffer: nothing extra, whatever the split.
+    assert refetch_bytes(np.array([5e6]), np.array([3e6]), cap, half)[0] == 0.0
 
 
 def test_unsupported_op_runs_on_host_and_pays_transfers() -> None:
