@@ -35,6 +35,9 @@ def _pipeline_options(fn: Any) -> Any:
     return fn
 
 
+SERVE_KNOBS = ("rate_per_s", "concurrency", "max_batch", "requests")
+
+
 def _serve_options(fn: Any) -> Any:
     opts = [
         click.option("--rate", "rate_per_s", type=float, help="Poisson arrivals per second."),
@@ -73,9 +76,12 @@ def simulate(workload: str, hardware: str, mode: str | None, batch: int | None,
     """Time, energy and bottleneck of a WORKLOAD on a system or device (--hw)."""
     scenario_mode = mode if mode in ("infer", "train") else None
     sc = resolve(workload, batch, precision, seq_len, image_size, scenario_mode)
-    cfg = SimulationConfig(sc, hardware, mode=mode, pinned_memory=not pageable,
-                           overlap_allreduce=not no_overlap, max_wait_s=max_wait_ms / 1e3,
-                           **knobs)
+    given = {k: v for k, v in knobs.items() if v is not None}
+    common = {k: given.pop(k) for k in ("software", "dataflow", "seed", "devices") if k in given}
+    serve = {k: given.pop(k) for k in SERVE_KNOBS if k in given}
+    serve["max_wait_s"] = max_wait_ms / 1e3
+    train = {**given, "pinned_memory": not pageable, "overlap_allreduce": not no_overlap}
+    cfg = SimulationConfig(sc, hardware, mode=mode, train=train, serve=serve, **common)
     res = run_simulation(cfg)
     if trace:
         from accelsim.results.trace import write_chrome_trace

@@ -29,7 +29,11 @@ MODES = ("infer", "train", "serve")
 
 @dataclass(frozen=True)
 class SimulationConfig:
-    """Everything one simulation depends on. None: the scenario's or the system's value."""
+    """Everything one simulation depends on. `train` holds `accelsim.sim.config.TrainConfig`
+    fields (devices, dataset, storage, io_threads, prep_workers, prefetch_batches, gpudirect,
+    pinned_memory, allreduce, overlap_allreduce, steps, epochs), `serve` holds
+    `accelsim.sim.serve.ServeConfig` fields (rate_per_s, concurrency, max_batch, max_wait_s,
+    requests); those classes validate them. Unset: the scenario's or the system's value."""
 
     scenario: Scenario
     hardware: str  # a system or device profile name, or a .toml path
@@ -38,24 +42,8 @@ class SimulationConfig:
     dataflow: str | None = None
     seed: int = 0
     devices: int | None = None
-    # training pipeline (see accelsim.sim.config.TrainConfig)
-    dataset: str | None = None
-    storage: str | None = None
-    io_threads: int | None = None
-    prep_workers: int | None = None
-    prefetch_batches: int | None = None
-    gpudirect: bool | None = None
-    pinned_memory: bool = True
-    allreduce: str = "ring"
-    overlap_allreduce: bool = True
-    steps: int | None = None
-    epochs: int | None = None
-    # serving (see accelsim.sim.serve.ServeConfig)
-    rate_per_s: float | None = None
-    concurrency: int | None = None
-    max_batch: int | None = None
-    max_wait_s: float = 0.0
-    requests: int = 10_000
+    train: dict[str, Any] = field(default_factory=dict)
+    serve: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,7 +62,7 @@ def run_simulation(cfg: SimulationConfig) -> SimulationResult:
         profile = with_dataflow(profile, cfg.dataflow)
     sc = cfg.scenario
     graph = sc.graph()
-    batch = (cfg.max_batch or sc.batch_size) if mode == "serve" else sc.batch_size
+    batch = (cfg.serve.get("max_batch") or sc.batch_size) if mode == "serve" else sc.batch_size
     device_mode = "train" if mode == "train" else "infer"
     est = estimate(graph, profile, batch, sc.precision, device_mode, cfg.software, sc.optimizer)
     record = summary(est, graph)
@@ -98,12 +86,8 @@ def _train(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
     from accelsim.sim.run import simulate_training
 
     res = simulate_training(TrainConfig(
-        sc, system, devices=cfg.devices, dataset=cfg.dataset, storage=cfg.storage,
-        io_threads=cfg.io_threads, prep_workers=cfg.prep_workers,
-        prefetch_batches=cfg.prefetch_batches, gpudirect=cfg.gpudirect,
-        pinned_memory=cfg.pinned_memory, allreduce=cfg.allreduce,
-        overlap_allreduce=cfg.overlap_allreduce, steps=cfg.steps, epochs=cfg.epochs,
-        seed=cfg.seed, software=cfg.software, device_profile=profile))
+        sc, system, devices=cfg.devices, seed=cfg.seed, software=cfg.software,
+        device_profile=profile, **cfg.train))
     pipe = res.to_dict()
     total_j = pipe["energy_breakdown_j"]["total"]
     record["device_only"] = _device_only(record)
@@ -117,13 +101,13 @@ def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
            record: dict[str, Any], batch: int) -> SimulationResult:
     from accelsim.sim.serve import ServeConfig, simulate_serving
 
-    if cfg.rate_per_s is None and cfg.concurrency is None:
+    if cfg.serve.get("rate_per_s") is None and cfg.serve.get("concurrency") is None:
         raise AccelsimError("serving needs an arrival rate (--rate) or a concurrency "
                             "(--concurrency)")
+    knobs = {**cfg.serve, "max_batch": batch}
     res = simulate_serving(ServeConfig(
-        sc, device=profile, system=system, devices=cfg.devices, rate_per_s=cfg.rate_per_s,
-        concurrency=cfg.concurrency, max_batch=batch, max_wait_s=cfg.max_wait_s,
-        requests=cfg.requests, seed=cfg.seed, software=cfg.software, precision=sc.precision))
+        sc, device=profile, system=system, devices=cfg.devices, seed=cfg.seed,
+        software=cfg.software, precision=sc.precision, **knobs))
     served = res.to_dict()
     served.pop("workload")  # the name; the record's workload is the full description
     record["device_only"] = _device_only(record)
