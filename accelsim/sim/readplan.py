@@ -18,6 +18,7 @@ file, while latency, IOPS and bandwidth all still count per file.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,7 @@ class ReadPlan:
     requests: np.ndarray  # int64, shape (steps, devices, threads)
     bytes: np.ndarray  # float64, same shape
     samples: np.ndarray  # int64, same shape
+    epoch: np.ndarray  # int64, shape (steps,): the epoch each step belongs to
 
     @property
     def steps(self) -> int:
@@ -103,7 +105,8 @@ def _epoch(ds: Dataset, devices: int, batch: int, threads: int,
         # NB: a ranged read that straddles two files counts as one request.
         req[few] = (share > 0).astype(np.int64)
     shape3 = (n_steps, devices, threads)
-    return ReadPlan(req.reshape(shape3), byt.reshape(shape3), smp.reshape(shape3))
+    return ReadPlan(req.reshape(shape3), byt.reshape(shape3), smp.reshape(shape3),
+                    np.zeros(n_steps, dtype=np.int64))
 
 
 def read_plan(ds: Dataset, devices: int, batch: int, io_threads: int, steps: int | None,
@@ -114,9 +117,9 @@ def read_plan(ds: Dataset, devices: int, batch: int, io_threads: int, steps: int
     have, epoch = 0, 0
     while (steps is None and epoch < epochs) or (steps is not None and have < steps):
         part = _epoch(ds, devices, batch, io_threads, np.random.default_rng([seed, epoch]))
-        parts.append(part)
+        parts.append(dataclasses.replace(part, epoch=np.full(part.steps, epoch, np.int64)))
         have += part.steps
         epoch += 1
     cut = slice(0, steps)
     return ReadPlan(*(np.concatenate([getattr(p, name) for p in parts])[cut]
-                      for name in ("requests", "bytes", "samples")))
+                      for name in ("requests", "bytes", "samples", "epoch")))

@@ -8,6 +8,8 @@ Contention in SimPy's own terms:
   IOPS cap are shared. Each accelerator's IO threads are a `Resource` of `io_threads`
   slots; a read is a process, one per (batch, thread) aggregate read
   (`accelsim.sim.readplan`), so the next batch's reads queue behind this one's.
+- page cache: from the second epoch on, a dataset that fits in host DRAM is read from
+  memory at DRAM bandwidth (one shared `Resource`), not from storage; GPUDirect bypasses it.
 - host CPU: a `Resource` with one slot per core left after the framework's; prep workers are
   processes, one per (batch, worker) chunk of samples, each holding a core.
 - host-to-device links: one `Resource` per accelerator; the device-to-device fabric: one.
@@ -98,6 +100,13 @@ class TrainModel:
         slots = medium.max_concurrency * s.storage_count
         self.slots = simpy.Resource(env, slots) if plan.io_threads * n > slots else None
         self.channel = simpy.Resource(env, 1)
+        # The page cache: once read, a dataset that fits in host DRAM is served from memory in
+        # later epochs (GPUDirect Storage reads bypass it, as O_DIRECT does).
+        # NB: all of host DRAM may cache; the framework's own memory is not subtracted.
+        ds = plan.dataset
+        self.page_cache = (not plan.gpudirect
+                           and ds.file_count * ds.file_size_mean_bytes <= s.host.dram_bytes)
+        self.dram_channel = simpy.Resource(env, 1)
         self.cpu = simpy.Resource(env, max(plan.prep_cores, 1))
         self.h2d = [simpy.Resource(env, 1) for _ in range(n)]
         self.d2d = simpy.Resource(env, 1)
@@ -159,6 +168,13 @@ class TrainModel:
         env, rec = self.env, self.recorder
         thread = self.io_pool[d].request()
         yield thread
+        if self.page_cache and self.reads.epoch[g] > 0:
+            yield from self._read_cached(d, g, n_bytes, n_samples)
+            self.io_pool[d].release(thread)
+            pending[0] -= 1
+            if not pending[0]:
+                self._finish(self.read_done, self.read_ev, d, g)
+            return
         slot = None
         if self.slots is not None:
             slot = self.slots.request()
@@ -191,6 +207,15 @@ class TrainModel:
         pending[0] -= 1
         if not pending[0]:
             self._finish(self.read_done, self.read_ev, d, g)
+
+    def _read_cached(self, d: int, g: int, n_bytes: float,
+                     n_samples: int) -> Generator[Any, Any, None]:
+        """A read served by the page cache: a copy at host DRAM bandwidth, shared."""
+        with self.dram_channel.request() as req:
+            yield req
+            t0 = self.env.now
+            yield self.env.timeout(n_bytes / self.plan.system.host.dram_bandwidth_bytes_per_s)
+            self.recorder.add("page_cache", "read", t0, self.env.now, g, d, n_samples, n_bytes)
 
     # ------------------------------------------------------------------ prepare
 
