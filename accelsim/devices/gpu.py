@@ -31,7 +31,7 @@ import pandas as pd
 from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import fused_rows, kernel_counts, listed_vector_peak, row_energy_j
-from accelsim.devices.tiling import row_gemm_factors, row_traffic_bytes
+from accelsim.devices.tiling import core_costs, row_gemm_factors, row_traffic_bytes
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import get_format
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
@@ -130,10 +130,5 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
 
     energy_j = row_energy_j(profile, precision, np.where(matmul, flops / 2, 0.0),
                             np.where(matmul, 0.0, flops), dram, onchip)
-    return pd.DataFrame({
-        "compute_s": compute_s, "memory_s": memory_s, "overhead_s": overhead_s,
-        "dynamic_energy_j": energy_j, "dram_bytes": dram, "onchip_bytes": onchip,
-        "cycles": (busy_s + overhead_s) * clock_hz,
-        "unit": np.where(fused, "fused", np.where(matmul, unit, "cuda_core")),
-        "kernels": kernels,
-    }, index=work.index)
+    return core_costs(work, compute_s, memory_s, overhead_s, energy_j, dram, onchip, clock_hz,
+                      np.where(fused, "fused", np.where(matmul, unit, "cuda_core")), kernels)

@@ -33,6 +33,14 @@ def _acc_dtype(a: np.ndarray, b: np.ndarray) -> type:
     return np.int32 if both_int else np.float64
 
 
+def _tile(x: np.ndarray, r0: int, c0: int, h: int, w: int, acc: type) -> np.ndarray:
+    """The (h, w) block of x at (r0, c0), zero-padded where x ends (a partial fold)."""
+    block = x[r0 : r0 + h, c0 : c0 + w]
+    out = np.zeros((h, w), dtype=acc)
+    out[: block.shape[0], : block.shape[1]] = block
+    return out
+
+
 def _ws(a: np.ndarray, b: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, int]:
     """Weight-stationary emulation of a @ b; returns (product, cycles stepped)."""
     m, k = a.shape
@@ -42,12 +50,10 @@ def _ws(a: np.ndarray, b: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray,
     r_idx, c_idx = np.arange(rows), np.arange(cols)
     steps = 0
     for k0 in range(0, k, rows):
-        a_tile = np.zeros((m, rows), dtype=acc)
-        a_tile[:, : min(rows, k - k0)] = a[:, k0 : k0 + rows]
+        a_tile = _tile(a, 0, k0, m, rows, acc)
         for n0 in range(0, n, cols):
-            w_tile = np.zeros((rows, cols), dtype=acc)
             nc = min(cols, n - n0)
-            w_tile[: min(rows, k - k0), :nc] = b[k0 : k0 + rows, n0 : n0 + nc]
+            w_tile = _tile(b, k0, n0, rows, cols, acc)
             # Preload: the tile's bottom row enters first and ends R - 1 rows down.
             w_reg = np.zeros((rows, cols), dtype=acc)
             for s in range(rows):
@@ -80,12 +86,10 @@ def _os(a: np.ndarray, b: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray,
     steps = 0
     for m0 in range(0, m, rows):
         mr = min(rows, m - m0)
-        a_tile = np.zeros((rows, k), dtype=acc)
-        a_tile[:mr] = a[m0 : m0 + rows]
+        a_tile = _tile(a, m0, 0, rows, k, acc)
         for n0 in range(0, n, cols):
             nc = min(cols, n - n0)
-            b_tile = np.zeros((k, cols), dtype=acc)
-            b_tile[:, :nc] = b[:, n0 : n0 + cols]
+            b_tile = _tile(b, 0, n0, k, cols, acc)
             a_reg = np.zeros((rows, cols), dtype=acc)
             b_reg = np.zeros((rows, cols), dtype=acc)
             psum = np.zeros((rows, cols), dtype=acc)

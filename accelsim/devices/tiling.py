@@ -96,3 +96,17 @@ def row_traffic_bytes(work: pd.DataFrame, factors: pd.DataFrame, fused: np.ndarr
     onchip = np.where(matmul, flops / 2 * factors["quantization"].to_numpy()
                       * factors["tile_bytes_per_mac"].to_numpy(), read + write)
     return dram, onchip
+
+
+def core_costs(work: pd.DataFrame, compute_s: np.ndarray, memory_s: np.ndarray,
+               overhead_s: np.ndarray, energy_j: np.ndarray, dram: np.ndarray,
+               onchip: np.ndarray, clock_hz: float, unit: np.ndarray,
+               kernels: np.ndarray) -> pd.DataFrame:
+    """The class-model result of a core-based device (GPU, CPU), in `core.COST_COLUMNS` plus
+    `unit` (where each row ran) and `kernels`; cycles at the device's rated clock."""
+    busy_s = np.maximum(compute_s, memory_s)
+    return pd.DataFrame({
+        "compute_s": compute_s, "memory_s": memory_s, "overhead_s": overhead_s,
+        "dynamic_energy_j": energy_j, "dram_bytes": dram, "onchip_bytes": onchip,
+        "cycles": (busy_s + overhead_s) * clock_hz, "unit": unit, "kernels": kernels,
+    }, index=work.index)
