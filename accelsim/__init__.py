@@ -1,8 +1,28 @@
 """accelsim: simulate deep-learning workloads on hardware accelerators.
 
+    import accelsim
+    accelsim.simulate("resnet50", hw="a100", batch=64, precision="bf16")   # a Result
+    accelsim.compare("resnet50", hw="a100,tpu-v3,edge-tpu", precision="int8")  # a DataFrame
+    accelsim.sweep("resnet50", hw="a100", batch=[1, 8, 64])                # a DataFrame
+
 Data flow, in pipeline order (see the folders of the same names):
 workload (op graph) -> kernels (numpy, numeric formats) -> devices (cost models)
--> interconnect / storage -> sim (SimPy pipeline) -> results (DataFrames).
+-> interconnect / storage -> sim (SimPy pipeline) -> results (DataFrames)
+-> sweep (compare, grids) -> plots, report.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
+__all__ = ["simulate", "compare", "sweep", "Result"]
+
+
+def __getattr__(name: str) -> Any:
+    # The API imports pandas and the models; loaded on first use so `accelsim --help` is quick.
+    if name in __all__:
+        from accelsim import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'accelsim' has no attribute {name!r}")

@@ -23,3 +23,13 @@ class UnknownNameError(AccelsimError):
 
     def __init__(self, what: str, name: str, choices: list[str]) -> None:
         super().__init__(f"unknown {what} '{name}'; choose one of: {', '.join(sorted(choices))}")
+
+
+class PrecisionError(AccelsimError):
+    """A device cannot run the requested numeric format. `runs` lists the formats it can, so
+    a caller that compares devices can pick one and say so."""
+
+    def __init__(self, device: str, precision: str, runs: list[str] | tuple[str, ...],
+                 message: str) -> None:
+        self.device, self.precision, self.runs = device, precision, tuple(runs)
+        super().__init__(message)

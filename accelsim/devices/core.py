@@ -87,3 +87,15 @@ def bottleneck(layers: pd.DataFrame) -> str:
     """The bound that accounts for most of the time (compute, memory, overhead or power)."""
     by_bound = layers.groupby("bound")["time_s"].sum()
     return str(by_bound.idxmax()) if len(by_bound) else "none"
+
+
+def explain_bound(layers: pd.DataFrame) -> str:
+    """One line on where a batch's time goes: the share of each bound and the top layer."""
+    total_s = float(layers["time_s"].sum())
+    if total_s <= 0:
+        return "no time"
+    shares = layers.groupby("bound")["time_s"].sum().sort_values(ascending=False) / total_s
+    parts = ", ".join(f"{bound} {share:.0%}" for bound, share in shares.items() if share >= 0.005)
+    top = layers.loc[layers["time_s"].idxmax()]
+    return (f"time by bound: {parts}; slowest layer {top['name']} ({top['phase']}, "
+            f"{top['bound']}-bound, {float(top['time_s']) / total_s:.0%} of the time)")

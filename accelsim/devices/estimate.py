@@ -17,9 +17,10 @@ from typing import Any
 import pandas as pd
 
 from accelsim.devices.core import CLASS_MODELS, bottleneck, finish
+from accelsim.devices.precision import compute_precision, hardware_key, software_applied
 from accelsim.errors import AccelsimError
 from accelsim.workload.graph import Graph
-from accelsim.workload.memory import memory_need
+from accelsim.workload.memory import largest_batch, memory_need
 from accelsim.workload.tables import totals, unsupported_ops
 from accelsim.workload.work import gemms_for, work_table
 
@@ -71,6 +72,9 @@ class DeviceEstimate:
     bottleneck: str
     memory: dict[str, Any]
     unsupported_ops: list[str] = field(default_factory=list)
+    compute_precision: str = ""  # what the matrix units computed in ("" = `precision`)
+    software_applied: str = ""  # what the cost model charged ("" = `software`)
+    notes: list[str] = field(default_factory=list)  # where the run differs from the request
 
     @property
     def throughput_samples_per_s(self) -> float:
@@ -98,8 +102,8 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     if batch < 1:
         raise AccelsimError(f"batch size must be at least 1, not {batch}")
     work = work_table(graph, batch, precision, mode, optimizer)
-    costs = class_model(profile.device_class)(profile, work, gemms_for(graph, batch), precision,
-                                              software)
+    costs = class_model(profile.device_class)(profile, work, gemms_for(graph, batch),
+                                              hardware_key(precision), software)
     tdp_w, static_w = power_limits_w(profile)
     layers = finish(work, costs, tdp_w, static_w)
     cap = capacity_bytes(profile)
@@ -107,11 +111,20 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     memory = need.check(cap if cap is not None else float("inf"))
     if cap is None:
         memory["capacity_bytes"] = None
+    memory["largest_batch_that_fits"] = largest_batch(graph, cap, precision, mode, optimizer)
+    used, precision_note = compute_precision(profile, precision)
+    applied, software_note = software_applied(profile.device_class, software)
+    unsupported = unsupported_ops(graph)
+    notes = [n for n in (precision_note, software_note) if n]
+    if unsupported:
+        notes.append(f"{len(unsupported)} op kinds have no cost formula and are not costed: "
+                     f"{', '.join(unsupported)}")
     return DeviceEstimate(
         device=profile.name, device_class=profile.device_class, mode=mode, batch_size=batch,
         precision=precision, software=software, layers=layers,
         step_time_s=float(layers["time_s"].sum()), energy_j=float(layers["energy_j"].sum()),
-        bottleneck=bottleneck(layers), memory=memory, unsupported_ops=unsupported_ops(graph))
+        bottleneck=bottleneck(layers), memory=memory, unsupported_ops=unsupported,
+        compute_precision=used, software_applied=applied, notes=notes)
 
 
 def summary(est: DeviceEstimate, graph: Graph) -> dict[str, Any]:
@@ -125,7 +138,9 @@ def summary(est: DeviceEstimate, graph: Graph) -> dict[str, Any]:
         "workload": {"name": graph.name, "mode": est.mode, "batch_size": est.batch_size,
                      "precision": est.precision, "params": tot["params"],
                      "flops_per_sample": tot["flops_per_sample"]},
-        "hardware": {"name": est.device, "class": est.device_class, "software": est.software},
+        "hardware": {"name": est.device, "class": est.device_class,
+                     "software": est.software_applied or est.software,
+                     "compute_precision": est.compute_precision or est.precision},
         "throughput_samples_per_s": est.throughput_samples_per_s,
         "latency_s": est.step_time_s,
         "energy_j_per_sample": est.energy_j_per_sample,
@@ -135,4 +150,5 @@ def summary(est: DeviceEstimate, graph: Graph) -> dict[str, Any]:
         "time_by_phase_s": {p: est.phase_time_s(p) for p in est.layers["phase"].unique()},
         "layers": est.layers[cols + extra].to_dict(orient="records"),
         "unsupported_ops": est.unsupported_ops,
+        "notes": list(est.notes),
     }

@@ -41,7 +41,7 @@ from accelsim.devices.mapping import (
     vector_flops,
 )
 from accelsim.devices.profile_types import DeviceProfile, OverlaySpec
-from accelsim.errors import AccelsimError
+from accelsim.errors import PrecisionError
 from accelsim.kernels.formats import get_format
 
 # DSP operand width that carries each precision (profile key of compute.macs_per_dsp).
@@ -53,8 +53,10 @@ def dsp_width(profile: DeviceProfile, precision: str) -> str:
     width = DSP_WIDTH.get(precision)
     if width is None or width not in profile.compute.macs_per_dsp:
         known = sorted(p for p, w in DSP_WIDTH.items() if w in profile.compute.macs_per_dsp)
-        raise AccelsimError(f"{profile.name}: the DSP fabric is modelled for {', '.join(known)}, "
-                            f"not {precision}")
+        runs = sorted({*known, *(("int8",) if profile.compute.overlay is not None else ())})
+        raise PrecisionError(profile.name, precision, runs,
+                             f"{profile.name}: the DSP fabric is modelled for "
+                             f"{', '.join(known)}, not {precision}")
     return width
 
 

@@ -32,7 +32,7 @@ from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import fused_rows, kernel_counts, listed_vector_peak, row_energy_j
 from accelsim.devices.tiling import core_costs, row_gemm_factors, row_traffic_bytes
-from accelsim.errors import AccelsimError
+from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.kernels.formats import get_format
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
@@ -49,8 +49,9 @@ def matmul_path(profile: Any, precision: str) -> tuple[str, float]:
     if precision in vector:
         return "cuda_core", float(vector[precision])
     runs = sorted({*matrix, *vector})
-    raise AccelsimError(f"{profile.name} cannot run {precision} matmuls (no tensor-core or "
-                        f"CUDA-core peak for it); it runs: {', '.join(runs)}")
+    raise PrecisionError(profile.name, precision, runs,
+                         f"{profile.name} cannot run {precision} matmuls (no tensor-core or "
+                         f"CUDA-core peak for it); it runs: {', '.join(runs)}")
 
 
 def vector_peak_flops_per_s(profile: Any, precision: str) -> float:

@@ -64,7 +64,7 @@ from accelsim.devices.mapping import (
     vector_flops,
 )
 from accelsim.devices.profile_types import DeviceProfile
-from accelsim.errors import AccelsimError
+from accelsim.errors import AccelsimError, PrecisionError
 
 DEFAULT_HOST = "xeon-8380"  # profile name of the host CPU that runs unsupported ops
 
@@ -79,8 +79,9 @@ def matmul_rate(profile: DeviceProfile, precision: str) -> tuple[str, float]:
     if precision in c.vector_peak_flops_per_s:
         return "vector", c.vector_peak_flops_per_s[precision] / 2.0
     runs = sorted({*c.matrix_peak_flops_per_s, *c.vector_peak_flops_per_s})
-    raise AccelsimError(f"{profile.name} cannot run {precision}; it runs: {', '.join(runs)} "
-                        "(quantise the model to one of them)")
+    raise PrecisionError(profile.name, precision, runs,
+                         f"{profile.name} cannot run {precision}; it runs: {', '.join(runs)} "
+                         "(quantise the model to one of them)")
 
 
 def vector_rate(profile: DeviceProfile, precision: str, mac_per_s: float) -> float:

@@ -46,7 +46,7 @@ from accelsim.devices.mapping import (
     vector_flops,
 )
 from accelsim.devices.profile_types import DeviceProfile
-from accelsim.errors import AccelsimError
+from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.kernels.formats import get_format
 
 DATAFLOWS = ("ws", "os", "is")
@@ -153,8 +153,9 @@ def mxu_precision(profile: DeviceProfile, precision: str) -> str:
         return precision
     if precision in _BF16_PASS and "bf16" in supported:
         return "bf16"  # NB: one bf16 pass; XLA's HIGHEST precision (3 to 6 passes) not modelled
-    raise AccelsimError(f"{profile.name}: the matrix units run {', '.join(supported)}, "
-                        f"not {precision}")
+    raise PrecisionError(profile.name, precision, supported,
+                         f"{profile.name}: the matrix units run {', '.join(supported)}, "
+                         f"not {precision}")
 
 
 def vector_ops_per_s(profile: DeviceProfile, precision: str) -> float:

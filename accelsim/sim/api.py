@@ -1,14 +1,22 @@
 """One entry point for every simulation: a picklable config in, a result record out.
 
-    cfg = SimulationConfig(resolve_workload("resnet50-train"), "dgx-a100", steps=200)
-    res = run_simulation(cfg)
-    res.record["throughput_samples_per_s"], res.records   # JSON-ready dict, event DataFrame
+    >>> from accelsim.workload.scenario import resolve_workload
+    >>> cfg = SimulationConfig(resolve_workload("resnet50-train"), "dgx-a100",
+    ...                        train={"steps": 20})
+    >>> res = run_simulation(cfg)
+    >>> res.record["throughput_samples_per_s"] > 0, len(res.records) > 0
+    (True, True)
 
 Modes: "infer" costs one batch on the device (`accelsim.devices.estimate`); "train" runs the
 storage-to-accelerator pipeline (`accelsim.sim.run.simulate_training`); "serve" runs the
 inference server (`accelsim.sim.serve.simulate_serving`). The record always holds the
-device-level keys (workload, hardware, layers, memory, ...); train and serve add theirs and
-replace throughput, latency, energy and bottleneck with the whole system's figures.
+device-level keys (workload, hardware, layers, memory, notes, ...); train and serve add theirs
+and replace throughput, latency, energy and bottleneck with the whole system's figures.
+
+A workload that does not fit in device memory is a result, in every mode: `memory.fits` is
+false, the memory breakdown and the largest batch that fits are given, and throughput,
+latency, energy and power are None. `records` is the event DataFrame of every mode (infer:
+the layers one after another on the device), so a trace can always be written.
 """
 
 from __future__ import annotations
@@ -18,29 +26,34 @@ from typing import Any
 
 import pandas as pd
 
-from accelsim.devices.estimate import estimate, summary
+from accelsim.devices.core import explain_bound
+from accelsim.devices.estimate import DeviceEstimate, estimate, summary
 from accelsim.devices.profile import with_dataflow
 from accelsim.errors import AccelsimError
 from accelsim.sim.hardware import resolve_hardware
+from accelsim.sim.records import Recorder
 from accelsim.workload.scenario import Scenario
 
 MODES = ("infer", "train", "serve")
+HEADLINE = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample", "average_power_w")
 
 
 @dataclass(frozen=True)
 class SimulationConfig:
     """Everything one simulation depends on. `train` holds `accelsim.sim.config.TrainConfig`
-    fields (devices, dataset, storage, io_threads, prep_workers, prefetch_batches, gpudirect,
-    pinned_memory, allreduce, overlap_allreduce, steps, epochs), `serve` holds
-    `accelsim.sim.serve.ServeConfig` fields (rate_per_s, concurrency, max_batch, max_wait_s,
-    requests); those classes validate them. Unset: the scenario's or the system's value."""
+    fields (dataset, storage, storage_count, io_threads, prep_workers, prefetch_batches,
+    gpudirect, pinned_memory, allreduce, overlap_allreduce, steps, epochs), `serve` holds
+    `accelsim.sim.serve.ServeConfig` fields (rate_per_s, concurrency, think_time_s, max_batch,
+    max_wait_s, requests); those classes validate them. Unset: the scenario's or the system's
+    value. `devices` and `seed` apply to train and serve; knobs of another mode are an error.
+    `accelsim.sim.knobs.make_config` builds one from flat knob names."""
 
     scenario: Scenario
     hardware: str  # a system or device profile name, or a .toml path
     mode: str | None = None
     software: str = "eager"
     dataflow: str | None = None
-    seed: int = 0
+    seed: int | None = None
     devices: int | None = None
     train: dict[str, Any] = field(default_factory=dict)
     serve: dict[str, Any] = field(default_factory=dict)
@@ -49,14 +62,28 @@ class SimulationConfig:
 @dataclass
 class SimulationResult:
     record: dict[str, Any]  # JSON-ready
-    records: pd.DataFrame = field(default_factory=pd.DataFrame)  # flat events (train, serve)
+    records: pd.DataFrame = field(default_factory=pd.DataFrame)  # flat events
+
+
+def _check_mode_knobs(cfg: SimulationConfig, mode: str) -> None:
+    """Knobs that do not apply to `mode` are an error, never silently dropped."""
+    if mode not in MODES:
+        raise AccelsimError(f"mode '{mode}': choose one of {', '.join(MODES)}")
+    misplaced = [(k, "train") for k in cfg.train if mode != "train"]
+    misplaced += [(k, "serve") for k in cfg.serve if mode != "serve"]
+    if mode == "infer":
+        misplaced += [(k, "train or serve") for k in ("devices", "seed")
+                      if getattr(cfg, k) is not None]
+    if misplaced:
+        knobs = ", ".join(f"'{k}' (mode {m})" for k, m in misplaced)
+        raise AccelsimError(f"{knobs} do not apply to mode {mode}: drop them or choose that "
+                            "mode")
 
 
 def run_simulation(cfg: SimulationConfig) -> SimulationResult:
     """Run the simulation `cfg` describes; bad settings raise `AccelsimError`."""
     mode = cfg.mode or cfg.scenario.mode
-    if mode not in MODES:
-        raise AccelsimError(f"mode '{mode}': choose one of {', '.join(MODES)}")
+    _check_mode_knobs(cfg, mode)
     system, profile = resolve_hardware(cfg.hardware)
     if cfg.dataflow:
         profile = with_dataflow(profile, cfg.dataflow)
@@ -68,16 +95,48 @@ def run_simulation(cfg: SimulationConfig) -> SimulationResult:
     record = summary(est, graph)
     record["workload"]["mode"] = mode
     record["hardware"]["system"] = system.name
-    if mode == "infer":
-        return SimulationResult(record)
+    record["bottleneck_detail"] = explain_bound(est.layers)
     if not est.memory["fits"]:
-        raise AccelsimError(
-            f"{graph.name} at batch {batch} ({sc.precision}, {device_mode}) needs "
-            f"{est.memory['required_bytes'] / 1e9:.1f} GB but {profile.name} has "
-            f"{est.memory['capacity_bytes'] / 1e9:.1f} GB: lower the batch or the precision")
+        return SimulationResult(_does_not_fit(record, est, profile.name), _layer_events(est))
+    if mode == "infer":
+        return SimulationResult(record, _layer_events(est))
     if mode == "train":
         return _train(cfg, sc, system, profile, record)
     return _serve(cfg, sc, system, profile, record, batch)
+
+
+def _does_not_fit(record: dict[str, Any], est: DeviceEstimate, device: str) -> dict[str, Any]:
+    """The record of a run that cannot happen: memory says why, the figures are None."""
+    mem = est.memory
+    largest = mem["largest_batch_that_fits"]
+    hint = ("not even a batch of 1 fits" if largest == 0
+            else f"the largest batch that fits is {largest}")
+    record["notes"].insert(0, (
+        f"does not fit: batch {est.batch_size} at {est.precision} ({est.mode}) needs "
+        f"{_gb(mem['required_bytes'])} on {device}, which has {_gb(mem['capacity_bytes'])}; "
+        f"{hint}"))
+    record.update(dict.fromkeys(HEADLINE), bottleneck="memory capacity",
+                  bottleneck_detail=hint)
+    return record
+
+
+def _gb(n_bytes: float) -> str:
+    return f"{n_bytes / 1e9:,.1f} GB" if n_bytes >= 1e8 else f"{n_bytes / 1e6:,.1f} MB"
+
+
+def _layer_events(est: DeviceEstimate) -> pd.DataFrame:
+    """One batch on one device as event records: each layer row after the one before."""
+    rec = Recorder()
+    t_s = 0.0
+    layers = est.layers
+    for name, phase, time_s, energy_j, n_bytes in zip(
+            layers["name"], layers["phase"], layers["time_s"], layers["energy_j"],
+            layers["bytes"], strict=True):
+        rec.add("accel0", "compute", t_s, t_s + float(time_s), step=0, device=0,
+                samples=est.batch_size, n_bytes=float(n_bytes), energy_j=float(energy_j),
+                detail=f"{name} ({phase})")
+        t_s += float(time_s)
+    return rec.frame()
 
 
 def _train(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
@@ -86,12 +145,13 @@ def _train(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
     from accelsim.sim.run import simulate_training
 
     res = simulate_training(TrainConfig(
-        sc, system, devices=cfg.devices, seed=cfg.seed, software=cfg.software,
+        sc, system, devices=cfg.devices, seed=cfg.seed or 0, software=cfg.software,
         device_profile=profile, **cfg.train))
     pipe = res.to_dict()
     total_j = pipe["energy_breakdown_j"]["total"]
     record["device_only"] = _device_only(record)
-    record.update(pipe)
+    notes = record["notes"] + pipe.pop("notes")
+    record.update(pipe, notes=notes)
     record.update(latency_s=res.step_time_s, energy_j_per_sample=total_j / res.samples,
                   average_power_w=total_j / res.run_time_s)
     return SimulationResult(record, res.records)
@@ -102,24 +162,33 @@ def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
     from accelsim.sim.serve import ServeConfig, simulate_serving
 
     if cfg.serve.get("rate_per_s") is None and cfg.serve.get("concurrency") is None:
-        raise AccelsimError("serving needs an arrival rate (--rate) or a concurrency "
-                            "(--concurrency)")
+        raise AccelsimError("serving needs an arrival rate (rate, --rate) or a number of "
+                            "closed-loop clients (concurrency, --concurrency)")
     knobs = {**cfg.serve, "max_batch": batch}
     res = simulate_serving(ServeConfig(
-        sc, device=profile, system=system, devices=cfg.devices, seed=cfg.seed,
+        sc, device=profile, system=system, devices=cfg.devices, seed=cfg.seed or 0,
         software=cfg.software, precision=sc.precision, **knobs))
     served = res.to_dict()
     served.pop("workload")  # the name; the record's workload is the full description
     record["device_only"] = _device_only(record)
     record.update(served)
     record["latency_s"] = served["latency_mean_s"]
-    record["bottleneck"] = ("queueing" if served["offered_load"] >= 1.0
-                            else record["device_only"]["bottleneck"])
+    busy = sum(served["utilization"]) / len(served["utilization"])
+    load = served["offered_load"]
+    if load is not None and load >= 1.0:
+        record["bottleneck"] = "queueing"
+        record["bottleneck_detail"] = (f"arrivals offer {load:.2f}x what the devices can serve "
+                                       "at the largest batch: the queue grows without bound")
+    else:
+        where = (f"offered load {load:.2f}" if load is not None
+                 else f"{cfg.serve['concurrency']} closed-loop clients")
+        record["bottleneck"] = record["device_only"]["bottleneck"]
+        record["bottleneck_detail"] = (f"{where}, devices busy {busy:.0%}; in a batch: "
+                                       f"{record['bottleneck_detail']}")
     return SimulationResult(record, res.records)
 
 
 def _device_only(record: dict[str, Any]) -> dict[str, Any]:
     """The device-level figures that the system simulation replaces, kept for reference."""
-    keys = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample", "average_power_w",
-            "bottleneck")
+    keys = HEADLINE + ("bottleneck",)
     return {k: record[k] for k in keys}

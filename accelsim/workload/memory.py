@@ -76,3 +76,28 @@ def memory_need(graph: Graph, batch: int, precision: str, mode: str = "infer",
     # weights' type; they are also what data-parallel training all-reduces.
     grads = params * max(width, MASTER_WEIGHT_BYTES)
     return MemoryNeed(params * width + master, saved, grads, state)
+
+
+def largest_batch(graph: Graph, capacity_bytes: float | None, precision: str,
+                  mode: str = "infer", optimizer: str = "sgd") -> int | None:
+    """The largest batch whose `memory_need` fits `capacity_bytes`: 0 when not even one
+    sample fits, None when nothing limits it (capacity unknown or no per-sample memory).
+    The need is affine in the batch (fixed weights and state plus per-sample activations)."""
+    if capacity_bytes is None or not math.isfinite(capacity_bytes):
+        return None
+    one = memory_need(graph, 1, precision, mode, optimizer).required_bytes
+    per_sample = memory_need(graph, 2, precision, mode, optimizer).required_bytes - one
+    if one > capacity_bytes:
+        return 0
+    if per_sample <= 0:
+        return None
+    batch = 1 + int((capacity_bytes - one) // per_sample)
+    # Guard the float division at the edge: step until need(batch) fits and need(batch+1)
+    # does not.
+    while batch > 1 and memory_need(graph, batch, precision, mode,
+                                    optimizer).required_bytes > capacity_bytes:
+        batch -= 1
+    while memory_need(graph, batch + 1, precision, mode, optimizer).required_bytes \
+            <= capacity_bytes:
+        batch += 1
+    return batch

@@ -1,0 +1,122 @@
+"""The Python API for notebooks and scripts: `simulate`, `compare` and `sweep`.
+
+    >>> import accelsim
+    >>> r = accelsim.simulate("resnet50", hw="a100", batch=64, precision="bf16")
+    >>> r.fits, r.throughput_samples_per_s > 1000, r.layers.shape[0] > 100
+    (True, True, True)
+    >>> sorted(r.to_dict())[:3]
+    ['average_power_w', 'bottleneck', 'bottleneck_detail']
+
+Every keyword is a knob of `accelsim.sim.knobs.KNOBS` (batch, precision, mode, devices,
+prep_workers, steps, rate, ...) or one of the model's input knobs (image_size, seq_len, ...);
+a knob that does not apply to the run's mode is an error, never ignored. Bad input raises
+`accelsim.errors.AccelsimError` with one line saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from accelsim.results.summary import flat_row
+from accelsim.sim.api import run_simulation
+from accelsim.sim.knobs import make_config
+from accelsim.workload.scenario import Scenario
+
+
+@dataclass
+class Result:
+    """One simulation: `record` (JSON-ready dict, what `accelsim simulate --json` prints) and
+    `events` (the flat event DataFrame: one row per read, transfer, kernel, stall, batch)."""
+
+    record: dict[str, Any]
+    events: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A deep copy of the record (safe to modify)."""
+        return copy.deepcopy(self.record)
+
+    @property
+    def layers(self) -> pd.DataFrame:
+        """Per-layer rows (op x phase): flops, bytes, time_s, energy_j, bound, ..."""
+        return pd.DataFrame(self.record["layers"])
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The flat row compare and sweep tables are made of (`accelsim.results.summary`)."""
+        return flat_row(self.record)
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.record["memory"]["fits"])
+
+    @property
+    def throughput_samples_per_s(self) -> float | None:
+        return self.record["throughput_samples_per_s"]
+
+    @property
+    def latency_s(self) -> float | None:
+        return self.record["latency_s"]
+
+    @property
+    def energy_j_per_sample(self) -> float | None:
+        return self.record["energy_j_per_sample"]
+
+    @property
+    def bottleneck(self) -> str:
+        return str(self.record["bottleneck"])
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self.record.get("notes", []))
+
+    def write_trace(self, path: str | Path) -> Path:
+        """Write the events as a Chrome/Perfetto trace (JSON); returns the path."""
+        from accelsim.results.trace import write_chrome_trace
+
+        return write_chrome_trace(self.events, path)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        tput = s["throughput_samples_per_s"]
+        what = ("does not fit" if not s["fits"]
+                else f"{tput:,.1f} samples/s, bottleneck {s['bottleneck']}")
+        return (f"<Result {s['workload']} {s['mode']} batch {s['batch_size']} {s['precision']} "
+                f"on {s['device']}: {what}>")
+
+
+def simulate(workload: str | Scenario, hw: str, **knobs: Any) -> Result:
+    """Simulate `workload` (zoo model, scenario name, .toml path or `Scenario`) on `hw` (a
+    system or device profile name, or a .toml path), with knobs as keywords.
+
+    >>> r = simulate("resnet50-train", hw="dgx-a100", steps=20, prep_workers=4)
+    >>> r.record["devices"], 0 < r.record["accelerator_utilization"] <= 1
+    (8, True)
+    >>> simulate("llama2_7b", hw="t4", batch=8).fits
+    False
+    """
+    res = run_simulation(make_config(workload, hw, **knobs))
+    return Result(res.record, res.records)
+
+
+def compare(workload: str | Scenario, hw: str | Sequence[str], **knobs: Any) -> pd.DataFrame:
+    """One row per hardware in `hw` (a list, or names separated by commas) with the same
+    knobs: throughput, latency, energy per sample, performance per watt, memory fit,
+    bottleneck, and the precision and software each device really used. See
+    `accelsim.sweep.compare.compare`."""
+    from accelsim.sweep.compare import compare as _compare
+
+    return _compare(workload, hw, **knobs)
+
+
+def sweep(workload: str | Scenario, hw: str | Sequence[str], **knobs: Any) -> pd.DataFrame:
+    """The cartesian grid of every knob given as a list (and of `hw` when it is a list), one
+    row per point, the knobs as columns. See `accelsim.sweep.run.sweep`."""
+    from accelsim.sweep.run import sweep as _sweep
+
+    return _sweep(workload, hw, **knobs)

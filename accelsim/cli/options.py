@@ -1,0 +1,63 @@
+"""Command-line options generated from the knob table (`accelsim.sim.knobs.KNOBS`), so that
+simulate, compare, sweep and report take the same flags with the same meaning.
+
+    @knob_options
+    def simulate(workload, hardware, **kw): cfg = make_config(workload, hardware,
+                                                              **cli_knobs(kw))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from accelsim.cli.common import PRECISIONS
+from accelsim.sim.knobs import KNOBS
+
+# Flag spellings that differ from `--knob-name` (kept from earlier releases), and choices.
+_BOOL_FLAGS = {
+    "gpudirect": "--gpudirect/--no-gpudirect",
+    "pinned_memory": "--pinned/--pageable",
+    "overlap_allreduce": "--overlap/--no-overlap",
+}
+_CHOICES: dict[str, Any] = {
+    "mode": click.Choice(["infer", "train", "serve"]),
+    "precision": PRECISIONS,
+    "software": click.Choice(["eager", "compiled"]),
+    "dataflow": click.Choice(["ws", "os", "is"]),
+    "allreduce": click.Choice(["ring", "tree"]),
+    "optimizer": click.Choice(["sgd", "momentum", "adam"]),
+}
+_INPUT_KNOBS = ("seq_len", "image_size")  # the common model inputs get their own flags
+_TYPES = {int: int, float: float, str: str}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _option(name: str, help_text: str, kind: type) -> Any:
+    if kind is bool:
+        return click.option(_BOOL_FLAGS.get(name, f"{_flag(name)}/--no-{_flag(name)[2:]}"),
+                            name, default=None, help=help_text[:1].upper() + help_text[1:] + ".")
+    return click.option(_flag(name), name, type=_CHOICES.get(name, _TYPES[kind]), default=None,
+                        help=help_text[:1].upper() + help_text[1:] + ".")
+
+
+def knob_options(fn: Any, skip: tuple[str, ...] = ()) -> Any:
+    """Add one option per knob (default None: the scenario's or system's value), the model
+    input flags --seq-len and --image-size, and --set KNOB=VALUE for any other model input."""
+    opts = [_option(k.name, k.help, k.kind) for k in KNOBS.values() if k.name not in skip]
+    opts += [click.option(_flag(n), n, type=int, default=None,
+                          help=f"Model input: {n.replace('_', ' ')}.") for n in _INPUT_KNOBS]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def cli_knobs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The knobs the user gave (pops them from `kwargs`; unset ones are dropped)."""
+    names = [*KNOBS, *_INPUT_KNOBS]
+    given = {n: kwargs.pop(n, None) for n in names}
+    return {n: v for n, v in given.items() if v is not None}

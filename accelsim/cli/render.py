@@ -1,0 +1,118 @@
+"""Human output of one simulation record: the answer first, then the slowest layers.
+
+    print(render(record, layers=10))   # summary block, then the top 10 layers by time
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from accelsim.cli.common import fmt_si
+
+_UNIT = {"infer": "per batch", "train": "per step", "serve": "mean per request"}
+
+
+def _num(x: float | None, fmt: str, unit: str = "") -> str:
+    return "n/a" if x is None else f"{x:{fmt}}{unit}"
+
+
+def _memory_line(mem: dict[str, Any]) -> str:
+    cap = mem["capacity_bytes"]
+    cap_s = "unknown capacity" if cap is None else f"{fmt_si(cap)}B"
+    largest = mem.get("largest_batch_that_fits")
+    most = "" if largest is None else f"; largest batch that fits: {largest:,}"
+    verdict = "fits" if mem["fits"] else "DOES NOT FIT"
+    parts = ", ".join(f"{k.removesuffix('_bytes').replace('_', ' ')} {fmt_si(v)}B"
+                      for k, v in mem.items()
+                      if k.endswith("_bytes") and k not in ("required_bytes", "capacity_bytes")
+                      and v)
+    return f"{fmt_si(mem['required_bytes'])}B of {cap_s} ({verdict}{most}) = {parts}"
+
+
+def summary_lines(r: dict[str, Any]) -> list[str]:
+    """The summary block: what ran, the headline figures, the bottleneck, memory, notes."""
+    w, hw, mem = r["workload"], r["hardware"], r["memory"]
+    lines = []
+    if not mem["fits"]:
+        lines.append(f"DOES NOT FIT: {r['notes'][0].removeprefix('does not fit: ')}")
+    prec = w["precision"]
+    if hw.get("compute_precision", prec) != prec:
+        prec += f" (matmuls in {hw['compute_precision']})"
+    lines.append(f"{w['name']} {w['mode']}, batch {w['batch_size']}, {prec} on {hw['name']} "
+                 f"({hw['class']}, {hw['software']}) in {hw['system']}")
+    if mem["fits"]:
+        lines += _headline_lines(r)
+    lines += [
+        f"  bottleneck   {r['bottleneck']}: {r.get('bottleneck_detail', '')}",
+        f"  memory       {_memory_line(mem)}",
+    ]
+    if w["mode"] == "train" and mem["fits"]:
+        lines += _train_lines(r)
+    if w["mode"] == "serve" and mem["fits"]:
+        lines.append(
+            f"  serving      p50 {r['latency_p50_s'] * 1e3:.2f} ms, p95 "
+            f"{r['latency_p95_s'] * 1e3:.2f} ms, p99 {r['latency_p99_s'] * 1e3:.2f} ms; mean "
+            f"batch {r['batch_size_mean']:.1f}; {r['devices']} device(s)"
+            + ("" if r["offered_load"] is None else f"; offered load {r['offered_load']:.2f}"))
+    notes = r.get("notes", [])[0 if mem["fits"] else 1:]
+    lines += [f"  note         {n}" for n in notes]
+    return lines
+
+
+def _headline_lines(r: dict[str, Any]) -> list[str]:
+    tput, power, lat = r["throughput_samples_per_s"], r["average_power_w"], r["latency_s"]
+    per_j = tput / power if power else None
+    return [
+        f"  throughput   {tput:,.1f} samples/s",
+        f"  latency      {lat * 1e3:.3f} ms {_UNIT[r['workload']['mode']]}",
+        f"  energy       {r['energy_j_per_sample'] * 1e3:.3f} mJ/sample, {power:.0f} W average, "
+        f"{_num(per_j, '.2f', ' samples/J')}",
+    ]
+
+
+def _train_lines(r: dict[str, Any]) -> list[str]:
+    stalls = ", ".join(f"{k} {v['fraction']:.1%}" for k, v in r["stalls"].items())
+    util = ", ".join(f"{k} {v:.0%}" for k, v in r["utilization"].items())
+    return [
+        f"  pipeline     {r['devices']} devices, {r['steps']} steps, {r['samples']:,} samples "
+        f"of {r['dataset']} from {r['storage']}, {r['run_time_s']:.2f} s simulated",
+        f"  AU           {r['accelerator_utilization']:.1%} "
+        f"({'meets' if r['meets_au_target'] else 'misses'} the {r['au_target']:.0%} target); "
+        f"stalls: {stalls}",
+        f"  utilization  {util}",
+        f"  all-reduce   {r['allreduce_time_s'] * 1e3:.2f} ms over {r['comm_link']}, "
+        f"communication/computation {r['comm_to_compute_ratio']:.2f}",
+    ]
+
+
+def layer_lines(r: dict[str, Any], top: int | None) -> list[str]:
+    """The layers by time, slowest first (`top` of them, or all in graph order if None)."""
+    layers = pd.DataFrame(r["layers"])
+    if layers.empty:
+        return []
+    total_s = float(layers["time_s"].sum())
+    layers["share"] = layers["time_s"] / total_s if total_s > 0 else 0.0
+    if top is not None:
+        layers = layers.sort_values("time_s", ascending=False).head(top)
+        head = (f"Top {len(layers)} of {len(r['layers'])} layer rows by time "
+                "(--layers all for every row):")
+    else:
+        head = f"All {len(layers)} layer rows:"
+    shown = layers.assign(
+        flops=layers["flops"].map(fmt_si), bytes=layers["bytes"].map(fmt_si),
+        time_ms=layers["time_s"] * 1e3, energy_mj=layers["energy_j"] * 1e3,
+        share=layers["share"].map(lambda s: f"{s:.1%}"))
+    cols = ["name", "op", "phase", "flops", "bytes", "time_ms", "share", "energy_mj", "bound"]
+    cols += [c for c in ("unit",) if c in shown]
+    table = shown[cols].to_string(index=False, float_format=lambda x: f"{x:.4f}")
+    return ["", head, table]
+
+
+def render(r: dict[str, Any], layers: int | None = 10) -> str:
+    """The whole human output; `layers` rows of the layer table (None: all, 0: none)."""
+    lines = summary_lines(r)
+    if layers != 0 and r["memory"]["fits"]:
+        lines += layer_lines(r, layers)
+    return "\n".join(lines)

@@ -1,0 +1,57 @@
+"""One flat row per simulation: the columns compare and sweep tables share.
+
+    row = flat_row(run_simulation(cfg).record)    # {"device": "a100", "throughput_...": ...}
+    frame = pd.DataFrame([row, ...], columns=ROW_COLUMNS)
+
+Figures that do not apply (a run that does not fit, AU of an inference batch) are None, so a
+table never mixes real numbers with placeholders. `samples_per_j` is performance per watt:
+(samples/s) / W.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+IDENTITY = ("workload", "mode", "device", "device_class", "system", "software", "precision",
+            "compute_precision", "batch_size", "devices")
+METRICS = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample", "average_power_w",
+           "samples_per_j", "fits", "required_bytes", "capacity_bytes",
+           "largest_batch_that_fits", "bottleneck", "bottleneck_detail")
+TRAIN_METRICS = ("accelerator_utilization", "stall_fetch", "stall_prep", "stall_transfer",
+                 "stall_communication", "run_time_s", "allreduce_time_s")
+SERVE_METRICS = ("latency_p50_s", "latency_p95_s", "latency_p99_s", "offered_load")
+ROW_COLUMNS = IDENTITY + METRICS + TRAIN_METRICS + SERVE_METRICS + ("notes", "error")
+
+
+def flat_row(record: dict[str, Any]) -> dict[str, Any]:
+    """The row of one simulation record (`accelsim.sim.api.SimulationResult.record`)."""
+    w, hw, mem = record["workload"], record["hardware"], record["memory"]
+    tput, power = record["throughput_samples_per_s"], record["average_power_w"]
+    row: dict[str, Any] = dict.fromkeys(ROW_COLUMNS)
+    row.update(
+        workload=w["name"], mode=w["mode"], device=hw["name"], device_class=hw["class"],
+        system=hw.get("system"), software=hw["software"], precision=w["precision"],
+        compute_precision=hw.get("compute_precision", w["precision"]),
+        batch_size=w["batch_size"], devices=record.get("devices", 1),
+        throughput_samples_per_s=tput, latency_s=record["latency_s"],
+        energy_j_per_sample=record["energy_j_per_sample"], average_power_w=power,
+        samples_per_j=tput / power if tput is not None and power else None,
+        fits=bool(mem["fits"]), required_bytes=mem["required_bytes"],
+        capacity_bytes=mem["capacity_bytes"],
+        largest_batch_that_fits=mem.get("largest_batch_that_fits"),
+        bottleneck=record["bottleneck"], bottleneck_detail=record.get("bottleneck_detail"),
+        notes="; ".join(record.get("notes", [])) or None)
+    if "stalls" in record:
+        row.update({f"stall_{k}": v["fraction"] for k, v in record["stalls"].items()})
+        row.update({k: record[k] for k in ("accelerator_utilization", "run_time_s",
+                                            "allreduce_time_s")})
+    row.update({k: record[k] for k in SERVE_METRICS if k in record})
+    return row
+
+
+def error_row(message: str, **identity: Any) -> dict[str, Any]:
+    """The row of a point that failed: what was asked for, and the error; figures None."""
+    row: dict[str, Any] = dict.fromkeys(ROW_COLUMNS)
+    row.update({k: v for k, v in identity.items() if k in row})
+    row["error"] = message
+    return row

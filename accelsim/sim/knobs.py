@@ -1,0 +1,157 @@
+"""Every knob of a simulation by one flat name, the same in the Python API, the command line
+(`--io-threads` is knob `io_threads`) and a sweep (`--set io_threads=4,8`).
+
+    cfg = make_config("resnet50-train", "dgx-a100", batch=128, prep_workers=4, steps=50)
+    parse_knob_values("batch", "1,2,4")          # [1, 2, 4]
+
+A knob names where it goes (the scenario, the config, the training or serving knobs, or the
+model's own input knobs such as `image_size`) and the modes it applies to. A knob given for a
+mode it does not apply to is an error naming it, never silently dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelsim.errors import AccelsimError
+from accelsim.workload.scenario import Scenario, resolve_workload
+from accelsim.workload.zoo import model_knobs
+
+ALL_MODES = ("infer", "train", "serve")
+TRAIN = ("train",)
+SERVE = ("serve",)
+SIMULATED = ("train", "serve")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One user-facing knob: where its value goes, its type, the modes it applies to."""
+
+    name: str
+    target: str  # "scenario" | "config" | "train" | "serve"
+    field: str  # the attribute or dict key in the target
+    kind: type
+    modes: tuple[str, ...]
+    help: str
+    scale: float = 1.0  # user unit -> SI (max_wait_ms -> max_wait_s)
+
+
+_KNOBS = (
+    Knob("mode", "config", "mode", str, ALL_MODES, "infer, train or serve"),
+    Knob("batch", "scenario", "batch_size", int, ALL_MODES,
+         "batch size per accelerator (serve: the batcher's largest batch if max_batch unset)"),
+    Knob("precision", "scenario", "precision", str, ALL_MODES, "numeric format"),
+    Knob("optimizer", "scenario", "optimizer", str, TRAIN, "sgd, momentum or adam"),
+    Knob("software", "config", "software", str, ALL_MODES, "eager or compiled"),
+    Knob("dataflow", "config", "dataflow", str, ALL_MODES, "systolic arrays: ws, os or is"),
+    Knob("devices", "config", "devices", int, SIMULATED, "accelerators used"),
+    Knob("seed", "config", "seed", int, SIMULATED, "random seed"),
+    Knob("dataset", "train", "dataset", str, TRAIN, "dataset profile"),
+    Knob("storage", "train", "storage", str, TRAIN, "storage profile"),
+    Knob("storage_count", "train", "storage_count", int, TRAIN, "storage devices"),
+    Knob("io_threads", "train", "io_threads", int, TRAIN, "reader threads per accelerator"),
+    Knob("prep_workers", "train", "prep_workers", int, TRAIN,
+         "CPU preparation workers per accelerator"),
+    Knob("prefetch", "train", "prefetch_batches", int, TRAIN, "batches buffered (0: none)"),
+    Knob("gpudirect", "train", "gpudirect", bool, TRAIN, "GPUDirect Storage"),
+    Knob("pinned_memory", "train", "pinned_memory", bool, TRAIN, "pinned host memory"),
+    Knob("allreduce", "train", "allreduce", str, TRAIN, "ring or tree"),
+    Knob("overlap_allreduce", "train", "overlap_allreduce", bool, TRAIN,
+         "overlap the all-reduce with backward"),
+    Knob("steps", "train", "steps", int, TRAIN, "training steps"),
+    Knob("epochs", "train", "epochs", int, TRAIN, "whole epochs"),
+    Knob("rate", "serve", "rate_per_s", float, SERVE, "Poisson arrivals per second"),
+    Knob("concurrency", "serve", "concurrency", int, SERVE, "closed-loop clients"),
+    Knob("think_time_ms", "serve", "think_time_s", float, SERVE,
+         "closed-loop think time, ms", scale=1e-3),
+    Knob("max_batch", "serve", "max_batch", int, SERVE, "dynamic batcher: largest batch"),
+    Knob("max_wait_ms", "serve", "max_wait_s", float, SERVE,
+         "dynamic batcher: longest wait, ms", scale=1e-3),
+    Knob("requests", "serve", "requests", int, SERVE, "requests to serve"),
+)
+KNOBS: dict[str, Knob] = {k.name: k for k in _KNOBS}
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def knob_names(model: str | None = None) -> list[str]:
+    """The knobs a run takes: the fixed ones, plus the model's input knobs when given."""
+    return list(KNOBS) + (sorted(model_knobs(model)) if model else [])
+
+
+def _convert(name: str, kind: type, value: Any) -> Any:
+    """`value` as `kind`; strings are parsed (command line, sweep grids)."""
+    if isinstance(value, str) and kind is not str:
+        text = value.strip().lower()
+        try:
+            if kind is bool:
+                if text not in _TRUE + _FALSE:
+                    raise ValueError
+                return text in _TRUE
+            return kind(float(text)) if kind is int and "e" in text else kind(text)
+        except (ValueError, OverflowError):
+            raise AccelsimError(f"knob '{name}': {value!r} is not {_KIND_WORD[kind]}") from None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if not ok:
+        raise AccelsimError(f"knob '{name}': {value!r} is not {_KIND_WORD[kind]}")
+    return value
+
+
+_KIND_WORD = {int: "a whole number", float: "a number", bool: "true or false", str: "a name"}
+
+
+def parse_knob_values(name: str, text: str, model: str | None = None) -> list[Any]:
+    """A comma-separated list of values for knob `name`, each parsed to the knob's type."""
+    kind = KNOBS[name].kind if name in KNOBS else _input_kind(name, model)
+    return [_convert(name, kind, part) for part in text.split(",") if part.strip() != ""]
+
+
+def _input_kind(name: str, model: str | None) -> type:
+    if model is None or name not in model_knobs(model):
+        raise AccelsimError(f"unknown knob '{name}'; choose one of: "
+                            f"{', '.join(knob_names(model))}")
+    return int
+
+
+def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Any:
+    """A `SimulationConfig` from a workload, a hardware name and flat knobs (None = unset).
+
+    Unknown knobs, knobs of another mode and values of the wrong type raise `AccelsimError`
+    naming the knob."""
+    from accelsim.sim.api import SimulationConfig
+
+    given = {k: v for k, v in knobs.items() if v is not None}
+    sc = workload if isinstance(workload, Scenario) else resolve_workload(workload)
+    mode = given.get("mode", sc.mode)
+    scenario: dict[str, Any] = {}
+    inputs: dict[str, Any] = {}
+    config: dict[str, Any] = {}
+    parts: dict[str, dict[str, Any]] = {"train": {}, "serve": {}}
+    model_inputs = model_knobs(sc.model)
+    for name, value in given.items():
+        if name in model_inputs and name not in KNOBS:
+            inputs[name] = _convert(name, int, value)
+            continue
+        if name not in KNOBS:
+            raise AccelsimError(f"unknown knob '{name}'; choose one of: "
+                                f"{', '.join(knob_names(sc.model))}")
+        knob = KNOBS[name]
+        value = _convert(name, knob.kind, value)
+        if mode not in knob.modes:
+            raise AccelsimError(f"knob '{name}' applies to mode {' or '.join(knob.modes)} "
+                                f"only, and this run is mode {mode}: drop it or set the mode")
+        if knob.scale != 1.0:
+            value = value * knob.scale
+        if knob.target == "scenario":
+            scenario[knob.field] = value
+        elif knob.target == "config":
+            config[knob.field] = value
+        else:
+            parts[knob.target][knob.field] = value
+    scenario_mode = mode if mode in ("infer", "train") else None
+    sc = sc.with_overrides(mode=scenario_mode, input=inputs, **scenario)
+    config.pop("mode", None)
+    return SimulationConfig(sc, hardware, mode=mode, train=parts["train"], serve=parts["serve"],
+                            **config)
