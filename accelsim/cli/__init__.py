@@ -2,15 +2,23 @@
 names, calls one function and prints a DataFrame or one JSON object. Bad input of any kind
 (`AccelsimError`) prints one line on stderr and exits 2, never a traceback.
 
-One module per command: `describe`, `simulate`, `listing` (`accelsim list`); shared output
-helpers in `output`.
+One module per command: `describe`, `simulate`, `compare`, `sweep`, `report`, `listing`
+(`accelsim list`); the group and shared helpers in `common`, the knob flags in `options`, the
+human output of a run in `render`.
 """
 
 from __future__ import annotations
 
 import click
 
-from accelsim.cli import describe, listing, simulate  # noqa: E402, F401  (register commands)
+from accelsim.cli import (  # noqa: F401  (register commands)
+    compare,
+    describe,
+    listing,
+    report,
+    simulate,
+    sweep,
+)
 from accelsim.cli.common import cli
 from accelsim.errors import AccelsimError
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from accelsim.errors import AccelsimError
+from accelsim.results.files import write_atomic
 from accelsim.sim.records import COLUMNS
 
 US_PER_S = 1e6
@@ -66,8 +67,4 @@ def write_chrome_trace(records: pd.DataFrame, path: str | Path,
     path = Path(path)
     trace = chrome_trace(records, process_name)
     text = json.dumps(trace, separators=(",", ":"), allow_nan=False)  # C encoder: fast
-    try:
-        path.write_text(text)
-    except OSError as err:
-        raise AccelsimError(f"cannot write the trace to {path}: {err.strerror or err}") from None
-    return path
+    return write_atomic(path, text)

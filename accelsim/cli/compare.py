@@ -1,0 +1,1 @@
+"""`accelsim compare`: (being written)."""

@@ -1,0 +1,1 @@
+"""`accelsim report`: (being written)."""

@@ -1,0 +1,1 @@
+"""`accelsim sweep`: (being written)."""

@@ -1,0 +1,73 @@
+"""Shared figure pieces: the non-interactive backend, readable labels with units for every
+metric column, and saving by extension (PNG, SVG or PDF) without half-written files.
+
+    fig, ax = new_figure()
+    ax.set_ylabel(label("throughput_samples_per_s"))    # "Throughput (samples/s)"
+    save_figure(fig, "reports/compare.png")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: figures are files
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+from accelsim.errors import AccelsimError  # noqa: E402
+from accelsim.results.files import atomic_path  # noqa: E402
+
+FORMATS = (".png", ".svg", ".pdf")
+DPI = 150
+# Column -> (axis label with unit, scale from the column's SI unit to the label's).
+LABELS: dict[str, tuple[str, float]] = {
+    "throughput_samples_per_s": ("Throughput (samples/s)", 1.0),
+    "latency_s": ("Latency (ms)", 1e3),
+    "latency_p50_s": ("p50 latency (ms)", 1e3),
+    "latency_p95_s": ("p95 latency (ms)", 1e3),
+    "latency_p99_s": ("p99 latency (ms)", 1e3),
+    "energy_j_per_sample": ("Energy per sample (mJ)", 1e3),
+    "average_power_w": ("Average power (W)", 1.0),
+    "samples_per_j": ("Performance per watt (samples/J)", 1.0),
+    "required_bytes": ("Device memory needed (GB)", 1e-9),
+    "capacity_bytes": ("Device memory (GB)", 1e-9),
+    "accelerator_utilization": ("Accelerator utilization (%)", 100.0),
+    "batch_size": ("Batch size per accelerator", 1.0),
+    "devices": ("Accelerators", 1.0),
+    "run_time_s": ("Simulated run time (s)", 1.0),
+}
+
+
+def label(column: str) -> str:
+    """The axis label of a metric column, with its unit."""
+    return LABELS.get(column, (column.replace("_", " ").capitalize(), 1.0))[0]
+
+
+def scale(column: str) -> float:
+    """Factor from the column's SI value to the unit of `label(column)`."""
+    return LABELS.get(column, ("", 1.0))[1]
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, width_in: float = 6.4,
+               height_in: float = 4.0, **kw: Any) -> tuple[Any, Any]:
+    """A figure of `nrows` x `ncols` panels, each `width_in` x `height_in` inches."""
+    return plt.subplots(nrows, ncols, figsize=(width_in * ncols, height_in * nrows),
+                        constrained_layout=True, **kw)
+
+
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Save `fig` to `path` in the format its extension names, atomically; close it."""
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        plt.close(fig)
+        raise AccelsimError(f"{path}: a figure is written as {', '.join(FORMATS)}, "
+                            f"not '{path.suffix or 'no extension'}'")
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=DPI, format=path.suffix.lower().lstrip("."))
+    finally:
+        plt.close(fig)
+    return path

@@ -1,0 +1,57 @@
+"""Writing output files so that nothing is ever half-written: into a temporary file beside the
+target, flushed to disk, then renamed over it (atomic on POSIX). A crash or a kill leaves the
+old file or the new one, never a mix; an existing file is replaced only when the new one is
+complete.
+
+    write_atomic("run.json", text)           # str or bytes
+    with atomic_path("fig.png") as tmp: fig.savefig(tmp)   # for writers that take a path
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from accelsim.errors import AccelsimError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; on success it is renamed to `path`. The
+    temporary keeps the target's suffix, so writers that pick a format by it still do."""
+    path = Path(path)
+    if path.is_dir():
+        raise AccelsimError(f"cannot write {path}: it is a directory")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}",
+                                        dir=path.parent if str(path.parent) else ".")
+    except OSError as err:
+        raise AccelsimError(f"cannot write {path}: {err.strerror or err}") from None
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what open() would
+        os.replace(tmp, path)
+    except OSError as err:
+        raise AccelsimError(f"cannot write {path}: {err.strerror or err}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> Path:
+    """Write `data` (text as UTF-8) to `path` atomically; returns the path."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    return Path(path)
