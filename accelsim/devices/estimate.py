@@ -130,7 +130,7 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
 def summary(est: DeviceEstimate, graph: Graph) -> dict[str, Any]:
     """The JSON-ready record of an estimate (what `accelsim simulate --json` prints)."""
     tot = totals(graph)
-    cols = ["name", "op", "phase", "flops", "bytes", "time_s", "energy_j", "bound"]
+    cols = ["name", "op", "phase", "flops", "bytes", "dram_bytes", "time_s", "energy_j", "bound"]
     if est.layers["cycles"].notna().any():
         cols.append("cycles")
     extra = [c for c in ("unit",) if c in est.layers]
