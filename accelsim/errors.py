@@ -14,6 +14,15 @@ class ConfigError(AccelsimError):
         super().__init__(f"{source}: field '{field}' = {value!r}: {problem}")
 
 
+class DataFileError(ConfigError):
+    """A data file that cannot be read as one (missing, a directory, not UTF-8, not TOML).
+    Its field is "<file>" and its value the path."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.source, self.field, self.value, self.problem = path, "<file>", path, problem
+        AccelsimError.__init__(self, f"{path}: {problem}")
+
+
 class ShapeError(AccelsimError):
     """An op was given inputs whose shapes it cannot take. The message names op and shapes."""
 

@@ -37,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import math
+import stat
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.datafiles import builtin_files
-from accelsim.errors import ConfigError, UnknownNameError
+from accelsim.errors import ConfigError, DataFileError, UnknownNameError
 
 SOURCE_PREFIXES = ("[", "datasheet:", "derived:", "defined:", "proxy:", "unverified:",
                    "assumed:", "not found:")
@@ -144,15 +145,49 @@ def flag(key: str, **kw: Any) -> Field:
     return Field(key, bool, si_type=bool, sourced=kw.pop("sourced", True), **kw)
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """Parse `path`; a missing or malformed file is a ConfigError naming it."""
+# NB: the largest data file accepted; every profile and scenario is a few kB.
+MAX_FILE_BYTES = 1 << 20
+
+
+def read_text_file(path: str | Path) -> str:
+    """The UTF-8 text of a regular file. Anything else (missing, a directory, a FIFO or
+    device, too long a name, too large, not UTF-8, unreadable) is a ConfigError naming the
+    path; a FIFO is rejected before it is opened, so it cannot hang the reader."""
+    path = Path(path)
+
+    def bad(problem: str) -> DataFileError:
+        # NB: a name too long for the file system is cut in the message, not in the check.
+        return DataFileError(str(path)[:300], problem)
+
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        info = path.stat()
     except FileNotFoundError:
-        raise ConfigError(str(path), "<file>", str(path), "no such file") from None
+        raise bad("no such file") from None
+    except OSError as err:  # ENAMETOOLONG, ELOOP, EACCES, ...
+        raise bad(f"cannot be read: {err.strerror or err}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise bad("is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise bad("is not a regular file (a pipe, socket or device)")
+    if info.st_size > MAX_FILE_BYTES:
+        raise bad(f"is {info.st_size:,} bytes; data files are at most {MAX_FILE_BYTES:,}")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise bad(f"is not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise bad(f"cannot be read: {err.strerror or err}") from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse `path` (read by `read_text_file`); a malformed file is a ConfigError naming it."""
+    text = read_text_file(path)
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(str(path), "<file>", str(path), f"not valid TOML: {exc}") from None
+        raise DataFileError(str(path), f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise DataFileError(str(path), "not valid TOML: nested too deeply") from None
 
 
 def find_profile(name_or_path: str | Path, pattern: str, what: str) -> Path:

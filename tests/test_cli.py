@@ -33,7 +33,7 @@ def test_describe_table(capsys):
 
 @pytest.mark.parametrize("args,needle", [
     (("describe", "nosuchmodel"), "unknown workload"),
-    (("describe", "/no/such/file.toml"), "no such scenario file"),
+    (("describe", "/no/such/file.toml"), "no such file"),
     (("describe", "resnet18", "--seq-len", "8"), "input.seq_len"),
 ])
 def test_bad_input_is_one_line(capsys, args, needle):

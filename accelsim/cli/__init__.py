@@ -1,6 +1,7 @@
 """The `accelsim` command line. Each command is a thin shell over the Python API: it resolves
 names, calls one function and prints a DataFrame or one JSON object. Bad input of any kind
-(`AccelsimError`) prints one line on stderr and exits 2, never a traceback.
+(`AccelsimError`) prints one line on stderr and exits 2, never a traceback; an unexpected
+exception (a bug) prints one line too and exits 70 (`ACCELSIM_DEBUG=1` shows the traceback).
 
 One module per command: `describe`, `simulate`, `compare`, `sweep`, `report`, `listing`
 (`accelsim list`); the group and shared helpers in `common`, the knob flags in `options`, the
@@ -8,6 +9,8 @@ human output of a run in `render`.
 """
 
 from __future__ import annotations
+
+import os
 
 import click
 
@@ -23,6 +26,9 @@ from accelsim.cli.common import cli
 from accelsim.errors import AccelsimError
 
 
+INTERNAL_ERROR = 70  # EX_SOFTWARE: set ACCELSIM_DEBUG=1 for the traceback
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the CLI, turning user errors into one line and exit code 2."""
     try:
@@ -36,4 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     except AccelsimError as err:
         click.echo(f"accelsim: error: {err}", err=True)
         return 2
+    except (KeyboardInterrupt, BrokenPipeError):
+        return 130
+    except Exception as err:  # noqa: BLE001 - last resort: a bug, said in one line
+        if os.environ.get("ACCELSIM_DEBUG"):
+            raise
+        click.echo(f"accelsim: internal error (a bug: please report the command): "
+                   f"{type(err).__name__}: {err}", err=True)
+        return INTERNAL_ERROR
     return 0

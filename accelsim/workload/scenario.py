@@ -22,7 +22,6 @@ file, the field and the value. A `Scenario` is a frozen, picklable dataclass.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from typing import Any
 from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError, ConfigError, UnknownNameError
 from accelsim.kernels.formats import FORMATS, get_format
-from accelsim.schema import Field, count, flag, parse_fields, text
+from accelsim.schema import Field, count, flag, parse_fields, read_toml, text
 from accelsim.workload.graph import Graph
 from accelsim.workload.zoo import build_model, model_knobs, model_names
 
@@ -140,13 +139,14 @@ def _validated(s: Scenario, src: str) -> Scenario:
 def load_scenario_file(path: str | Path) -> Scenario:
     """Load and validate one scenario TOML file."""
     path = Path(path)
+    return parse_scenario(read_toml(path), str(path), path.stem)
+
+
+def _is_file(spec: str) -> bool:
     try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise AccelsimError(f"{path}: no such scenario file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise AccelsimError(f"{path}: not valid TOML: {err}") from None
-    return parse_scenario(raw, str(path), path.stem)
+        return Path(spec).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
 
 
 def scenario_names() -> list[str]:
@@ -157,7 +157,7 @@ def scenario_names() -> list[str]:
 def resolve_workload(spec: str) -> Scenario:
     """A workload argument: a path to a scenario file, a built-in scenario or a zoo model
     (which becomes a default inference scenario at batch 1, fp32)."""
-    if spec.endswith(".toml") or Path(spec).is_file():
+    if spec.endswith(".toml") or _is_file(spec):
         return load_scenario_file(spec)
     builtin = builtin_files("workloads", "*.toml")
     if spec in builtin:
