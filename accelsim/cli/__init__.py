@@ -25,7 +25,6 @@ from accelsim.cli import (  # noqa: F401  (register commands)
 from accelsim.cli.common import cli
 from accelsim.errors import AccelsimError
 
-
 INTERNAL_ERROR = 70  # EX_SOFTWARE: set ACCELSIM_DEBUG=1 for the traceback
 
 
