@@ -55,6 +55,7 @@ class SimulationConfig:
     dataflow: str | None = None
     seed: int | None = None
     devices: int | None = None
+    max_events: int | None = None  # None: `accelsim.sim.knobs.DEFAULT_MAX_EVENTS`
     train: dict[str, Any] = field(default_factory=dict)
     serve: dict[str, Any] = field(default_factory=dict)
 
@@ -72,7 +73,7 @@ def _check_mode_knobs(cfg: SimulationConfig, mode: str) -> None:
     misplaced = [(k, "train") for k in cfg.train if mode != "train"]
     misplaced += [(k, "serve") for k in cfg.serve if mode != "serve"]
     if mode == "infer":
-        misplaced += [(k, "train or serve") for k in ("devices", "seed")
+        misplaced += [(k, "train or serve") for k in ("devices", "seed", "max_events")
                       if getattr(cfg, k) is not None]
     if misplaced:
         knobs = ", ".join(f"'{k}' (mode {m})" for k, m in misplaced)
@@ -146,7 +147,7 @@ def _train(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
 
     res = simulate_training(TrainConfig(
         sc, system, devices=cfg.devices, seed=cfg.seed or 0, software=cfg.software,
-        device_profile=profile, **cfg.train))
+        device_profile=profile, max_events=_max_events(cfg), **cfg.train))
     pipe = res.to_dict()
     total_j = pipe["energy_breakdown_j"]["total"]
     record["device_only"] = _device_only(record)
@@ -164,6 +165,14 @@ def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
     if cfg.serve.get("rate_per_s") is None and cfg.serve.get("concurrency") is None:
         raise AccelsimError("serving needs an arrival rate (rate, --rate) or a number of "
                             "closed-loop clients (concurrency, --concurrency)")
+    if cfg.devices is not None and cfg.devices > system.device_count:
+        raise AccelsimError(f"devices = {cfg.devices}: system '{system.name}' has only "
+                            f"{system.device_count} accelerators")
+    requests = cfg.serve.get("requests", ServeConfig.requests)
+    if isinstance(requests, int) and requests > _max_events(cfg):
+        raise AccelsimError(f"serving {requests:,} requests schedules up to {requests:,} "
+                            f"events, over the limit of {_max_events(cfg):,}: raise "
+                            "max_events (--max-events) to run it")
     knobs = {**cfg.serve, "max_batch": batch}
     res = simulate_serving(ServeConfig(
         sc, device=profile, system=system, devices=cfg.devices, seed=cfg.seed or 0,
@@ -186,6 +195,12 @@ def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
         record["bottleneck_detail"] = (f"{where}, devices busy {busy:.0%}; in a batch: "
                                        f"{record['bottleneck_detail']}")
     return SimulationResult(record, res.records)
+
+
+def _max_events(cfg: SimulationConfig) -> int:
+    from accelsim.sim.knobs import DEFAULT_MAX_EVENTS
+
+    return DEFAULT_MAX_EVENTS if cfg.max_events is None else cfg.max_events
 
 
 def _device_only(record: dict[str, Any]) -> dict[str, Any]:

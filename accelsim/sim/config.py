@@ -29,6 +29,7 @@ from accelsim.workload.scenario import Scenario
 
 # NB: one host core per accelerator runs the framework (training loop, launches); not sourced.
 FRAMEWORK_CORES_PER_DEVICE = 1
+EVENTS_PER_DEVICE_STEP = 8  # records per step and accelerator besides reads and preps
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class TrainConfig:
     seed: int = 0
     software: str = "eager"
     device_profile: Any = None  # a loaded device profile (e.g. NullProfile) replacing the system's
+    max_events: int = 5_000_000  # refuse runs estimated to schedule more events than this
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class TrainPlan:
     epochs: int
     seed: int
     software: str
+    max_events: int = 5_000_000
 
     @property
     def global_batch(self) -> int:
@@ -91,6 +94,15 @@ class TrainPlan:
     @property
     def total_steps(self) -> int:
         return self.steps if self.steps is not None else self.epochs * self.steps_per_epoch
+
+    @property
+    def estimated_events(self) -> int:
+        """Records the run will make, estimated before it runs: per step and accelerator one
+        read and one preparation per reader thread, and about 8 others (copies, 3 compute
+        phases, loader residence, stalls), plus one all-reduce per step. NB: within a few %
+        of the real count (the stalls vary)."""
+        per_step = self.devices * (2 * self.io_threads + EVENTS_PER_DEVICE_STEP) + 1
+        return self.total_steps * per_step
 
     @property
     def prep_cores(self) -> int:
@@ -180,9 +192,13 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
         batch_size=sc.batch_size, io_threads=io_threads, prep_workers=prep_workers,
         prefetch_batches=prefetch, gpudirect=gpudirect, pinned_memory=pinned,
         allreduce=cfg.allreduce, overlap_allreduce=overlap, steps=steps, epochs=epochs,
-        seed=seed, software=cfg.software)
+        seed=seed, software=cfg.software, max_events=_whole("max_events", cfg.max_events, 1))
     if not gpudirect and plan.prep_cores < 1:
         raise _bad("devices", devices, f"host has {sysm.host.cores} cores and the framework "
                    f"takes {FRAMEWORK_CORES_PER_DEVICE} per accelerator: none left to prepare "
                    "input")
+    if plan.estimated_events > plan.max_events:
+        raise _bad("steps", plan.total_steps, f"this run would schedule about "
+                   f"{plan.estimated_events:,} events, over the limit of {plan.max_events:,}: "
+                   "simulate fewer steps, or raise max_events (--max-events) to run it")
     return plan

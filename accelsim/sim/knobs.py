@@ -11,6 +11,7 @@ mode it does not apply to is an error naming it, never silently dropped.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,40 +36,69 @@ class Knob:
     modes: tuple[str, ...]
     help: str
     scale: float = 1.0  # user unit -> SI (max_wait_ms -> max_wait_s)
+    low: float | None = None  # smallest value accepted (in the user's unit)
+    high: float | None = None  # largest value accepted: a ceiling on work, or physics
+
+
+# Ceilings on counts that size work or arrays (NB: chosen to be far beyond any real system
+# while keeping every byte count inside int64 and every run bounded; `max_events` bounds the
+# event simulation itself).
+MAX_BATCH = 1 << 20
+MAX_DEVICES = 1 << 16
+MAX_THREADS = 1 << 14
+MAX_STEPS = 10_000_000
+MAX_EPOCHS = 10_000
+MAX_REQUESTS = 100_000_000
+MAX_INPUT = 1 << 20  # image side, sequence length, or any other model input knob
+MAX_WAIT_MS = 3_600_000.0  # an hour
+MAX_RATE_PER_S = 1e9
+MIN_RATE_PER_S = 1e-6  # NB: slower than one request in 11 days is not a serving load
+DEFAULT_MAX_EVENTS = 5_000_000
 
 
 _KNOBS = (
     Knob("mode", "config", "mode", str, ALL_MODES, "infer, train or serve"),
     Knob("batch", "scenario", "batch_size", int, ALL_MODES,
-         "batch size per accelerator (serve: the batcher's largest batch if max_batch unset)"),
+         "batch size per accelerator (serve: the batcher's largest batch if max_batch unset)",
+         low=1, high=MAX_BATCH),
     Knob("precision", "scenario", "precision", str, ALL_MODES, "numeric format"),
     Knob("optimizer", "scenario", "optimizer", str, TRAIN, "sgd, momentum or adam"),
     Knob("software", "config", "software", str, ALL_MODES, "eager or compiled"),
     Knob("dataflow", "config", "dataflow", str, ALL_MODES, "systolic arrays: ws, os or is"),
-    Knob("devices", "config", "devices", int, SIMULATED, "accelerators used"),
-    Knob("seed", "config", "seed", int, SIMULATED, "random seed"),
+    Knob("devices", "config", "devices", int, SIMULATED, "accelerators used", low=1,
+         high=MAX_DEVICES),
+    Knob("seed", "config", "seed", int, SIMULATED, "random seed", low=0, high=2**63 - 1),
+    Knob("max_events", "config", "max_events", int, SIMULATED,
+         f"most events a run may schedule (default {DEFAULT_MAX_EVENTS:,})", low=1),
     Knob("dataset", "train", "dataset", str, TRAIN, "dataset profile"),
     Knob("storage", "train", "storage", str, TRAIN, "storage profile"),
-    Knob("storage_count", "train", "storage_count", int, TRAIN, "storage devices"),
-    Knob("io_threads", "train", "io_threads", int, TRAIN, "reader threads per accelerator"),
+    Knob("storage_count", "train", "storage_count", int, TRAIN, "storage devices", low=1,
+         high=MAX_THREADS),
+    Knob("io_threads", "train", "io_threads", int, TRAIN, "reader threads per accelerator",
+         low=1, high=MAX_THREADS),
     Knob("prep_workers", "train", "prep_workers", int, TRAIN,
-         "CPU preparation workers per accelerator"),
-    Knob("prefetch", "train", "prefetch_batches", int, TRAIN, "batches buffered (0: none)"),
+         "CPU preparation workers per accelerator", low=1, high=MAX_THREADS),
+    Knob("prefetch", "train", "prefetch_batches", int, TRAIN, "batches buffered (0: none)",
+         low=0, high=MAX_THREADS),
     Knob("gpudirect", "train", "gpudirect", bool, TRAIN, "GPUDirect Storage"),
     Knob("pinned_memory", "train", "pinned_memory", bool, TRAIN, "pinned host memory"),
     Knob("allreduce", "train", "allreduce", str, TRAIN, "ring or tree"),
     Knob("overlap_allreduce", "train", "overlap_allreduce", bool, TRAIN,
          "overlap the all-reduce with backward"),
-    Knob("steps", "train", "steps", int, TRAIN, "training steps"),
-    Knob("epochs", "train", "epochs", int, TRAIN, "whole epochs"),
-    Knob("rate", "serve", "rate_per_s", float, SERVE, "Poisson arrivals per second"),
-    Knob("concurrency", "serve", "concurrency", int, SERVE, "closed-loop clients"),
+    Knob("steps", "train", "steps", int, TRAIN, "training steps", low=1, high=MAX_STEPS),
+    Knob("epochs", "train", "epochs", int, TRAIN, "whole epochs", low=1, high=MAX_EPOCHS),
+    Knob("rate", "serve", "rate_per_s", float, SERVE, "Poisson arrivals per second",
+         low=MIN_RATE_PER_S, high=MAX_RATE_PER_S),
+    Knob("concurrency", "serve", "concurrency", int, SERVE, "closed-loop clients", low=1,
+         high=MAX_REQUESTS),
     Knob("think_time_ms", "serve", "think_time_s", float, SERVE,
-         "closed-loop think time, ms", scale=1e-3),
-    Knob("max_batch", "serve", "max_batch", int, SERVE, "dynamic batcher: largest batch"),
+         "closed-loop think time, ms", scale=1e-3, low=0, high=MAX_WAIT_MS),
+    Knob("max_batch", "serve", "max_batch", int, SERVE, "dynamic batcher: largest batch",
+         low=1, high=MAX_BATCH),
     Knob("max_wait_ms", "serve", "max_wait_s", float, SERVE,
-         "dynamic batcher: longest wait, ms", scale=1e-3),
-    Knob("requests", "serve", "requests", int, SERVE, "requests to serve"),
+         "dynamic batcher: longest wait, ms", scale=1e-3, low=0, high=MAX_WAIT_MS),
+    Knob("requests", "serve", "requests", int, SERVE, "requests to serve", low=1,
+         high=MAX_REQUESTS),
 )
 KNOBS: dict[str, Knob] = {k.name: k for k in _KNOBS}
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -102,6 +132,17 @@ def _convert(name: str, kind: type, value: Any) -> Any:
 _KIND_WORD = {int: "a whole number", float: "a number", bool: "true or false", str: "a name"}
 
 
+def _in_range(name: str, value: Any, low: float | None, high: float | None) -> Any:
+    """`value` when it is finite and within [low, high]; else an error naming the knob."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise AccelsimError(f"knob '{name}' = {value!r}: must be a finite number")
+    if low is not None and value < low:
+        raise AccelsimError(f"knob '{name}' = {value!r}: must be at least {low:,}")
+    if high is not None and value > high:
+        raise AccelsimError(f"knob '{name}' = {value!r}: must be at most {high:,}")
+    return value
+
+
 def parse_knob_values(name: str, text: str, model: str | None = None) -> list[Any]:
     """A comma-separated list of values for knob `name`, each parsed to the knob's type."""
     kind = KNOBS[name].kind if name in KNOBS else _input_kind(name, model)
@@ -132,13 +173,15 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Any:
     model_inputs = model_knobs(sc.model)
     for name, value in given.items():
         if name in model_inputs and name not in KNOBS:
-            inputs[name] = _convert(name, int, value)
+            inputs[name] = _in_range(name, _convert(name, int, value), 1, MAX_INPUT)
             continue
         if name not in KNOBS:
             raise AccelsimError(f"unknown knob '{name}'; choose one of: "
                                 f"{', '.join(knob_names(sc.model))}")
         knob = KNOBS[name]
         value = _convert(name, knob.kind, value)
+        if knob.kind in (int, float):
+            value = _in_range(name, value, knob.low, knob.high)
         if mode not in knob.modes:
             raise AccelsimError(f"knob '{name}' applies to mode {' or '.join(knob.modes)} "
                                 f"only, and this run is mode {mode}: drop it or set the mode")
