@@ -127,8 +127,9 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
         compute_precision=used, software_applied=applied, notes=notes)
 
 
-def summary(est: DeviceEstimate, graph: Graph) -> dict[str, Any]:
-    """The JSON-ready record of an estimate (what `accelsim simulate --json` prints)."""
+def summary(est: DeviceEstimate, graph: Graph, layers: bool = True) -> dict[str, Any]:
+    """The JSON-ready record of an estimate (what `accelsim simulate --json` prints); with
+    `layers` False its per-layer list is left empty (the totals are unchanged)."""
     tot = totals(graph)
     cols = ["name", "op", "phase", "flops", "bytes", "dram_bytes", "time_s", "energy_j", "bound"]
     if est.layers["cycles"].notna().any():
@@ -148,7 +149,7 @@ def summary(est: DeviceEstimate, graph: Graph) -> dict[str, Any]:
         "bottleneck": est.bottleneck,
         "memory": est.memory,
         "time_by_phase_s": {p: est.phase_time_s(p) for p in est.layers["phase"].unique()},
-        "layers": est.layers[cols + extra].to_dict(orient="records"),
+        "layers": est.layers[cols + extra].to_dict(orient="records") if layers else [],
         "unsupported_ops": est.unsupported_ops,
         "notes": list(est.notes),
     }

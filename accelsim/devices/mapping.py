@@ -38,20 +38,33 @@ _DIMS = ("m", "n", "k")
 def row_gemms(work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
     """GEMMs of every matmul row of `work`: columns row (position in `work`), gemm ("forward",
     "dx" or "dw"), m, n, k (output m x n, reduction k), count, macs. Forward rows take the
-    forward GEMMs of their op; backward rows the two gradient GEMMs (`GRADIENT_GEMMS`)."""
-    pos = pd.DataFrame({"row": np.arange(len(work)), "op_index": work["op_index"].to_numpy(),
-                        "phase": work["phase"].to_numpy(), "matmul": work["matmul"].to_numpy()})
-    merged = pos[pos["matmul"]].merge(gemms, on="op_index", how="inner")
-    fwd = merged[merged["phase"] == "forward"]
-    bwd = merged[merged["phase"] == "backward"]
-    cols = ["row", *_DIMS, "count"]
-    parts = [fwd[cols].assign(gemm="forward")]
-    parts += [bwd[["row", *dims, "count"]].set_axis(cols, axis=1).assign(gemm=name)
-              for name, dims in GRADIENT_GEMMS.items()]
-    out = pd.concat(parts, ignore_index=True).astype(
-        {"row": np.int64, "m": float, "n": float, "k": float, "count": float})
-    out["macs"] = out["m"] * out["n"] * out["k"] * out["count"]
-    return out[["row", "gemm", *_DIMS, "count", "macs"]]
+    forward GEMMs of their op; backward rows the two gradient GEMMs (`GRADIENT_GEMMS`).
+    Order: the forward GEMMs, then the dx, then the dw GEMMs, each in row order and, within a
+    row, in the order `gemms` lists them."""
+    rows = np.flatnonzero(work["matmul"].to_numpy(dtype=bool))
+    ops = work["op_index"].to_numpy()[rows]
+    backward = work["phase"].to_numpy()[rows] == "backward"
+    forward = work["phase"].to_numpy()[rows] == "forward"
+    g_op = gemms["op_index"].to_numpy()
+    order = np.argsort(g_op, kind="stable")
+    lo = np.searchsorted(g_op[order], ops, side="left")
+    n_each = np.searchsorted(g_op[order], ops, side="right") - lo
+    # Each matmul row joined with every GEMM of its op (an inner join, in row order).
+    first = np.repeat(np.cumsum(n_each) - n_each, n_each)
+    take = order[np.arange(int(n_each.sum())) - first + np.repeat(lo, n_each)]
+    row = np.repeat(rows, n_each)
+    dims = {d: gemms[d].to_numpy(dtype=float)[take] for d in _DIMS}
+    count = gemms["count"].to_numpy(dtype=float)[take]
+    is_fwd, is_bwd = np.repeat(forward, n_each), np.repeat(backward, n_each)
+    parts = [(row[is_fwd], "forward", [dims[d][is_fwd] for d in _DIMS], count[is_fwd])]
+    parts += [(row[is_bwd], name, [dims[d][is_bwd] for d in perm], count[is_bwd])
+              for name, perm in GRADIENT_GEMMS.items()]
+    m, n, k = (np.concatenate([p[2][i] for p in parts]) for i in range(3))
+    cnt = np.concatenate([p[3] for p in parts])
+    return pd.DataFrame({
+        "row": np.concatenate([p[0] for p in parts]).astype(np.int64),
+        "gemm": np.concatenate([np.full(len(p[0]), p[1], dtype=object) for p in parts]),
+        "m": m, "n": n, "k": k, "count": cnt, "macs": m * n * k * cnt})
 
 
 def forward_dims(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

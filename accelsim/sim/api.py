@@ -81,8 +81,10 @@ def _check_mode_knobs(cfg: SimulationConfig, mode: str) -> None:
                             "mode")
 
 
-def run_simulation(cfg: SimulationConfig) -> SimulationResult:
-    """Run the simulation `cfg` describes; bad settings raise `AccelsimError`."""
+def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResult:
+    """Run the simulation `cfg` describes; bad settings raise `AccelsimError`. With `detail`
+    False the record's `layers` list is empty and an inference run has no event records
+    (sweeps, which keep one flat row per point, skip that work); every figure is the same."""
     mode = cfg.mode or cfg.scenario.mode
     _check_mode_knobs(cfg, mode)
     system, profile = resolve_hardware(cfg.hardware)
@@ -93,14 +95,15 @@ def run_simulation(cfg: SimulationConfig) -> SimulationResult:
     batch = (cfg.serve.get("max_batch") or sc.batch_size) if mode == "serve" else sc.batch_size
     device_mode = "train" if mode == "train" else "infer"
     est = estimate(graph, profile, batch, sc.precision, device_mode, cfg.software, sc.optimizer)
-    record = summary(est, graph)
+    record = summary(est, graph, layers=detail)
     record["workload"]["mode"] = mode
     record["hardware"]["system"] = system.name
     record["bottleneck_detail"] = explain_bound(est.layers)
+    events = _layer_events(est) if detail else pd.DataFrame()
     if not est.memory["fits"]:
-        return SimulationResult(_does_not_fit(record, est, profile.name), _layer_events(est))
+        return SimulationResult(_does_not_fit(record, est, profile.name), events)
     if mode == "infer":
-        return SimulationResult(record, _layer_events(est))
+        return SimulationResult(record, events)
     if mode == "train":
         return _train(cfg, sc, system, profile, record)
     return _serve(cfg, sc, system, profile, record, batch)
