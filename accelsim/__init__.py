@@ -4,11 +4,12 @@
     accelsim.simulate("resnet50", hw="a100", batch=64, precision="bf16")   # a Result
     accelsim.compare("resnet50", hw="a100,tpu-v3,edge-tpu", precision="int8")  # a DataFrame
     accelsim.sweep("resnet50", hw="a100", batch=[1, 8, 64])                # a DataFrame
+    accelsim.write_report("resnet50-train", hw="dgx-a100", out="r.html")  # an HTML page
 
 Data flow, in pipeline order (see the folders of the same names):
 workload (op graph) -> kernels (numpy, numeric formats) -> devices (cost models)
 -> interconnect / storage -> sim (SimPy pipeline) -> results (DataFrames)
--> sweep (compare, grids) -> plots, report.
+-> explore (compare, sweep grids) -> plots, report.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["simulate", "compare", "sweep", "Result"]
+__all__ = ["simulate", "compare", "sweep", "write_report", "Result"]
 
 
 def __getattr__(name: str) -> Any:

@@ -107,16 +107,41 @@ def simulate(workload: str | Scenario, hw: str, **knobs: Any) -> Result:
 def compare(workload: str | Scenario, hw: str | Sequence[str], **knobs: Any) -> pd.DataFrame:
     """One row per hardware in `hw` (a list, or names separated by commas) with the same
     knobs: throughput, latency, energy per sample, performance per watt, memory fit,
-    bottleneck, and the precision and software each device really used. See
-    `accelsim.sweep.compare.compare`."""
-    from accelsim.sweep.compare import compare as _compare
+    bottleneck, and the precision and software each device really used. A device that cannot
+    run the precision asked for runs the closest one it can, and its `notes` say so
+    (`fallback=False` leaves it out instead). See `accelsim.explore.compare.compare`.
+
+    >>> df = compare("resnet50", hw="a100,edge-tpu", precision="fp16", batch=8)
+    >>> df[["hardware", "precision_requested", "precision"]].values.tolist()
+    [['a100', 'fp16', 'fp16'], ['edge-tpu', 'fp16', 'int8']]
+    >>> bool(df.loc[0, "throughput_samples_per_s"] > df.loc[1, "throughput_samples_per_s"])
+    True
+    """
+    from accelsim.explore.compare import compare as _compare
 
     return _compare(workload, hw, **knobs)
 
 
 def sweep(workload: str | Scenario, hw: str | Sequence[str], **knobs: Any) -> pd.DataFrame:
     """The cartesian grid of every knob given as a list (and of `hw` when it is a list), one
-    row per point, the knobs as columns. See `accelsim.sweep.run.sweep`."""
-    from accelsim.sweep.run import sweep as _sweep
+    row per point, the knobs as columns. Keywords `workers` (processes), `scheduler` (a Dask
+    address), `resume` (a SQLite file) and `progress` choose how it runs; the rows are the
+    same whichever way. A point that fails has its message in `error`. See
+    `accelsim.explore.run.sweep`.
+
+    >>> df = sweep("resnet50", hw="t4", batch=[1, 4096], precision="fp16")
+    >>> df[["batch", "fits", "largest_batch_that_fits"]].values.tolist()
+    [[1, True, 3311], [4096, False, 3311]]
+    """
+    from accelsim.explore.run import sweep as _sweep
 
     return _sweep(workload, hw, **knobs)
+
+
+def write_report(workload: str | Scenario, hw: str, out: str | Path | None = None,
+                 **knobs: Any) -> Path:
+    """Simulate and write one self-contained HTML report (figures embedded, no network) to
+    `out` (default `<workload>-<hw>.html` here); returns its path. See `accelsim.report`."""
+    from accelsim.report import report
+
+    return report(workload, hw, out=out, **knobs)

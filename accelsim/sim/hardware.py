@@ -11,6 +11,7 @@ link profile.
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,9 @@ def host_system_for(profile: Any) -> System:
 
 
 def resolve_hardware(spec: str) -> tuple[System, Any]:
-    """(system, device profile) for a system or device name, or a path to either's TOML."""
+    """(system, device profile) for a system or device name, or a path to either's TOML.
+    Built-in names are loaded once per process (the results are frozen: do not mutate);
+    files are read on every call, so an edited file is seen."""
     if spec.endswith(".toml"):
         path = Path(spec)
         if _is_system_file(path):  # read_toml: one clear line for any unreadable file
@@ -47,6 +50,11 @@ def resolve_hardware(spec: str) -> tuple[System, Any]:
             return system, load_profile(system.device)
         profile = load_profile(path)
         return host_system_for(profile), profile
+    return _resolve_builtin(spec)
+
+
+@lru_cache(maxsize=64)
+def _resolve_builtin(spec: str) -> tuple[System, Any]:
     if spec in available_systems():
         system = load_system(spec)
         return system, load_profile(system.device)

@@ -42,9 +42,9 @@ class Graph:
         out.update({op.name: op.output_shape for op in self.ops})
         return out
 
-    @property
+    @cached_property
     def params(self) -> int:
-        """Trainable parameter count of the whole graph."""
+        """Trainable parameter count of the whole graph (computed once: a graph is immutable)."""
         return sum(op.params for op in self.ops)
 
     def op(self, name: str) -> Op:

@@ -1,0 +1,105 @@
+"""The resume store of a sweep: one SQLite file holding every finished point's row.
+
+    with ResumeStore("sweep.sqlite") as store:
+        done = store.finished(keys)          # key -> row, for the keys already stored
+        store.put(key, row)                  # committed before it returns
+
+Each point is committed on its own as soon as it finishes (WAL journal), so a sweep killed at
+any moment, SIGKILL included, loses no finished point; rerunning it with the same file skips
+them. The file is a cache keyed by point (`accelsim.explore.grid.point_key`), so one file can
+serve several sweeps, and a sweep that grows reuses the points it shares with an earlier one.
+NB: the key names the workload and hardware, not the contents of their files or the version
+of the model: after changing either, start a new file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from accelsim.errors import AccelsimError
+
+SCHEMA_VERSION = 1
+_TABLES = """
+CREATE TABLE IF NOT EXISTS accelsim_sweep (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS points (
+    key TEXT PRIMARY KEY,      -- accelsim.explore.grid.point_key
+    row TEXT NOT NULL,         -- the point's row, JSON
+    pid INTEGER NOT NULL,      -- the process that stored it
+    finished_unix_s REAL NOT NULL
+);
+"""
+PARQUET = (".parquet", ".pq")
+
+
+class ResumeStore:
+    """An open resume store at `path` (created if missing). Not shared between threads."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        if self.path.suffix.lower() in PARQUET:
+            raise AccelsimError(
+                f"--resume {self.path}: Parquet is not supported as a resume store (a Parquet "
+                "file cannot take one point at a time without being rewritten); use a SQLite "
+                "file such as sweep.sqlite, and --csv for the table")
+        if self.path.is_dir():
+            raise AccelsimError(f"--resume {self.path}: is a directory, not a file")
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NB: NORMAL in WAL mode: a commit survives the process being killed; only a power
+            # cut may lose the last commits.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._check_schema()
+        except sqlite3.Error as err:
+            raise AccelsimError(f"--resume {self.path}: not a usable sweep store "
+                                f"(SQLite): {err}") from None
+
+    def _check_schema(self) -> None:
+        tables = {name for (name,) in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "accelsim_sweep" not in tables:
+            raise AccelsimError(f"--resume {self.path}: an SQLite file that is not a sweep "
+                                f"store (it has tables {', '.join(sorted(tables))})")
+        with self._db:
+            self._db.executescript(_TABLES)
+            self._db.execute("INSERT OR IGNORE INTO accelsim_sweep VALUES ('schema', ?)",
+                             (str(SCHEMA_VERSION),))
+        (version,) = self._db.execute(
+            "SELECT value FROM accelsim_sweep WHERE name = 'schema'").fetchone()
+        if version != str(SCHEMA_VERSION):
+            raise AccelsimError(f"--resume {self.path}: a sweep store of schema {version}; "
+                                f"this accelsim reads schema {SCHEMA_VERSION}: start a new file")
+
+    def finished(self, keys: list[str] | None = None) -> dict[str, dict[str, Any]]:
+        """The stored rows by key: of `keys` only, or all of them."""
+        try:
+            stored = self._db.execute("SELECT key, row FROM points").fetchall()
+        except sqlite3.Error as err:
+            raise AccelsimError(f"--resume {self.path}: cannot read: {err}") from None
+        wanted = None if keys is None else set(keys)
+        return {key: json.loads(row) for key, row in stored if wanted is None or key in wanted}
+
+    def put(self, key: str, row: dict[str, Any]) -> None:
+        """Store one finished point and commit; a key already stored is left as it is."""
+        try:
+            with self._db:
+                self._db.execute("INSERT OR IGNORE INTO points VALUES (?, ?, ?, ?)",
+                                 (key, json.dumps(row), os.getpid(), time.time()))
+        except sqlite3.Error as err:
+            raise AccelsimError(f"--resume {self.path}: cannot store a point: {err}") from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> ResumeStore:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

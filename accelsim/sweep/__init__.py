@@ -1,1 +1,0 @@
-"""Many simulations at once: `compare` (one row per device) and `sweep` (a grid of knobs)."""
