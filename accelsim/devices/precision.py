@@ -69,5 +69,5 @@ def software_applied(device_class: str, software: str) -> tuple[str, str | None]
     if device_class in FRAMEWORK_CLASSES:
         return software, None
     return "compiled (ahead of time)", (
-        f"a {device_class} runs a graph compiled ahead of time: software '{software}' (a "
-        "framework's per-op host time) does not apply")
+        f"this {device_class.upper()} runs a graph compiled ahead of time: software "
+        f"'{software}' (a framework's per-op host time) does not apply")
