@@ -11,7 +11,9 @@ contract, enforced with `ConfigError(file, field, value, problem)`:
   `rejected` in this variant of the schema (a field of another device class), with the reason;
 - values have the declared type: a bool is not a number, 1.5 is not an integer, NaN and inf are
   not numbers, strings are not empty, a list is a non-empty list of distinct `choices`;
-- values are possible: bounds (`low`, `high`) and `choices` hold;
+- values are possible: bounds (`low`, `high`) and `choices` hold, and a number converted to
+  SI lies in its field's physical `span` (`accelsim.physical`: bytes, bandwidths, clocks,
+  powers, times, energies), so that no value overflows, vanishes or divides by ~0 downstream;
 - a key with `units` is written ``<key>_<unit>`` in any of them, once (``clock_mhz`` or
   ``clock_ghz``), and is converted by that unit's factor;
 - every number (and any field declared ``sourced=True``) has a `[sources]` entry; every entry
@@ -46,6 +48,7 @@ from typing import Any
 
 from accelsim.datafiles import builtin_files
 from accelsim.errors import ConfigError, DataFileError, UnknownNameError
+from accelsim.physical import FRACTION, MAX_COUNT, Span
 
 SOURCE_PREFIXES = ("[", "datasheet:", "derived:", "defined:", "proxy:", "unverified:",
                    "assumed:", "not found:")
@@ -62,9 +65,9 @@ class Field:
     """One key of a profile. `kind` is the TOML type (a tuple accepts several, e.g.
     ``(str, dict)``); a number is multiplied by `scale` (or by its unit's factor, for a key with
     `units`: ``(("mhz", 1e6), ("ghz", 1e9))``) into SI and stored as `si_type` under `attr`.
-    Bounds: value > `low` (`low_open`) or >= `low`; value <= `high`. `choices` constrains a
-    string or the items of a list. A `rejected` key is recognised but refused, with that
-    reason."""
+    Bounds: value > `low` (`low_open`) or >= `low`; value <= `high`; the SI value in `span`
+    (0 too where `low` allows it). `choices` constrains a string or the items of a list. A
+    `rejected` key is recognised but refused, with that reason."""
 
     key: str
     kind: type | tuple[type, ...]
@@ -80,6 +83,7 @@ class Field:
     si_type: type = float
     units: tuple[tuple[str, float], ...] = ()
     rejected: str | None = None
+    span: Span | None = None
 
     @property
     def name(self) -> str:
@@ -120,14 +124,14 @@ def non_negative(key: str, scale: float = 1.0, attr: str | None = None, **kw: An
     return Field(key, float, scale=scale, low=0.0, attr=attr, **kw)
 
 
-def count(key: str, **kw: Any) -> Field:
-    """An integer that must be >= 1 (counts, lanes, queue depths)."""
-    return Field(key, int, low=1.0, si_type=int, **kw)
+def count(key: str, high: float = MAX_COUNT, **kw: Any) -> Field:
+    """An integer in [1, `high`] (counts, lanes, queue depths)."""
+    return Field(key, int, low=1.0, high=high, si_type=int, **kw)
 
 
 def fraction(key: str, **kw: Any) -> Field:
-    """A number in (0, 1] (efficiencies)."""
-    return Field(key, float, low=0.0, low_open=True, high=1.0, **kw)
+    """A number in (0, 1] (efficiencies), at least `physical.FRACTION.low`."""
+    return Field(key, float, low=0.0, low_open=True, high=1.0, span=FRACTION, **kw)
 
 
 def text(key: str, choices: tuple[str, ...] = (), **kw: Any) -> Field:
@@ -186,6 +190,8 @@ def read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DataFileError(str(path), f"not valid TOML: {exc}") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        raise DataFileError(str(path), f"not valid TOML: {exc}") from None
     except RecursionError:
         raise DataFileError(str(path), "not valid TOML: nested too deeply") from None
 
@@ -239,6 +245,8 @@ def _check_value(f: Field, value: Any, scale: float, source: str, path: str) -> 
         return value
     if isinstance(value, bool):
         return value
+    if isinstance(value, int) and abs(value) > _INT64_MAX:
+        raise ConfigError(source, path, value, "is larger than any accepted number (2^63 - 1)")
     if not math.isfinite(value):
         raise ConfigError(source, path, value, "must be a finite number")
     if f.low is not None and (value <= f.low if f.low_open else value < f.low):
@@ -248,7 +256,15 @@ def _check_value(f: Field, value: Any, scale: float, source: str, path: str) -> 
         raise ConfigError(source, path, value, f"must be <= {f.high:g}")
     # dividing by an exact power of ten keeps 50 us == 5e-05 s exactly
     si = value * scale if scale >= 1 else value / round(1 / scale)
+    zero_ok = si == 0 and f.low == 0 and not f.low_open
+    if f.span is not None and not zero_ok and not f.span.contains(si):
+        unit = path.rsplit(".", 1)[-1][len(f.key) + 1:] if f.units else ""
+        raise ConfigError(source, path, value,
+                          f"outside the physical range {f.span.describe(scale, unit)}")
     return int(round(si)) if f.si_type is int else float(si)
+
+
+_INT64_MAX = 2**63 - 1
 
 
 def _spelled(fields: Sequence[Field]) -> dict[str, Field]:

@@ -146,7 +146,7 @@ def test_resume_store_errors(tmp_path: Path) -> None:
     for path, words in [(tmp_path / "r.parquet", "Parquet is not supported"),
                         (tmp_path / "not.sqlite", "not a usable sweep store"),
                         (other, "not a sweep store"), (tmp_path, "directory"),
-                        (tmp_path / "no" / "dir.sqlite", "not a usable sweep store")]:
+                        (tmp_path / "no" / "dir.sqlite", "no such folder")]:
         with pytest.raises(AccelsimError, match=words):
             ResumeStore(path)
 

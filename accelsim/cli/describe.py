@@ -7,7 +7,14 @@ from typing import Any
 import click
 
 from accelsim.cli.common import cli, echo_json, fmt_si, records, resolve, workload_options
+from accelsim.errors import AccelsimError
 from accelsim.workload.tables import layer_table, totals, unsupported_ops
+
+# NB: --execute runs numpy kernels twice (fp32 and the format asked) at 3e9 to 3e10 FLOP/s on
+# one core; these ceilings on the forward pass (resnet50 at batch 8 is 6.6e10 FLOPs moving
+# 2.7e9 B, 2.4 s) keep a run under about a minute and its arrays in a few GB.
+EXECUTE_MAX_FLOPS = 1e11
+EXECUTE_MAX_BYTES = 4e9
 
 
 @cli.command()
@@ -33,6 +40,8 @@ def describe(workload: str, batch: int | None, precision: str | None, seq_len: i
     if execute:
         from accelsim.kernels.execute import compare_to_fp32
 
+        _check_executable(out["flops"], out["bytes"])
+
         num = compare_to_fp32(graph, sc.batch_size, sc.precision)
         out["numerics"] = {"precision": sc.precision,
                            "output_relative_error": num["output_relative_error"]}
@@ -51,3 +60,12 @@ def describe(workload: str, batch: int | None, precision: str | None, seq_len: i
         click.echo(f"output relative error vs fp32: {out['numerics']['output_relative_error']:.3e}")
     if out["unsupported_ops"]:
         click.echo(f"unsupported ops (not costed): {', '.join(out['unsupported_ops'])}")
+
+
+def _check_executable(flops: float, n_bytes: float) -> None:
+    """Refuse --execute of a forward pass too large to run here in reasonable time and memory."""
+    if flops > EXECUTE_MAX_FLOPS or n_bytes > EXECUTE_MAX_BYTES:
+        raise AccelsimError(
+            f"--execute: the forward pass is {flops:.3g} FLOPs moving {n_bytes:.3g} B, over the "
+            f"limit of {EXECUTE_MAX_FLOPS:.0e} FLOPs and {EXECUTE_MAX_BYTES:.0e} B for running "
+            "the kernels here; use a smaller batch or input, or drop --execute")

@@ -67,9 +67,15 @@ def _headline_lines(r: dict[str, Any]) -> list[str]:
     return [
         f"  throughput   {tput:,.1f} samples/s",
         f"  latency      {lat * 1e3:.3f} ms {_UNIT[r['workload']['mode']]}",
-        f"  energy       {r['energy_j_per_sample'] * 1e3:.3f} mJ/sample, {power:.0f} W average, "
-        f"{_num(per_j, '.2f', ' samples/J')}",
+        f"  energy       {r['energy_j_per_sample'] * 1e3:.3f} mJ/sample, {power:.0f} W average"
+        f"{_split(r)}, {_num(per_j, '.2f', ' samples/J')}",
     ]
+
+
+def _split(r: dict[str, Any]) -> str:
+    """" (device 1 W + host 10 W)" where a host CPU ran part of the work, else ""."""
+    host_w = r.get("host_power_w")
+    return f" (device {r['device_power_w']:.2f} W + host {host_w:.1f} W)" if host_w else ""
 
 
 def _train_lines(r: dict[str, Any]) -> list[str]:

@@ -56,7 +56,7 @@ def _knob_flags(fn: Any) -> Any:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Write the figures (.png, .svg or .pdf).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object, not a table.")
-@click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True,
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Run points in this many processes.")
 @click.option("--scheduler", metavar="ADDRESS",
               help="Run points on a Dask cluster, e.g. tcp://host:8786.")

@@ -18,7 +18,8 @@ with the same index as `work` and the columns of `COST_COLUMNS`:
 
 Optional columns pass through (e.g. `unit`: where an op ran, for NPU fallback to the host).
 `power_capped` (bool, default True) exempts rows from the device's power cap (work done by
-another part, such as the host CPU an NPU falls back to).
+another part, such as the host CPU an NPU falls back to); `host_energy_j` is the part of a
+row's `dynamic_energy_j` spent by that other part (reported apart from the device's).
 `finish` then applies the roofline (time = max(compute, memory) + overhead), the bound, the
 power cap and static energy. Stateless: policies are functions, profiles are data.
 """
@@ -30,6 +31,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from accelsim.devices.mapping import producer_rows
 
 COST_COLUMNS = ("compute_s", "memory_s", "overhead_s", "dynamic_energy_j", "dram_bytes",
                 "onchip_bytes", "cycles")
@@ -53,9 +56,12 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
     """Roofline, bound, power cap and energy, per row.
 
     time_s = max(compute_s, memory_s) + overhead_s. The bound is the largest of the three
-    terms. If a row's average power (dynamic energy / time + static) would exceed the TDP, the
-    device throttles: its time stretches until the power equals the TDP (NB: a clock that
-    scales down uniformly; real DVFS lowers voltage too, saving energy per op).
+    terms. The power cap governs each kernel: a row together with the rows fused into it
+    (`unit` "fused", `mapping.producer_rows`), whose energy is spent in the same time. If a
+    kernel's average power (dynamic energy / time + static) would exceed the TDP, the device
+    throttles: the kernel's own row stretches until the power equals the TDP (NB: a clock that
+    scales down uniformly; real DVFS lowers voltage too, saving energy per op). `static_w`
+    must be below `tdp_w` (`energy.static_power_w` guarantees it for a profile).
     """
     missing = [c for c in COST_COLUMNS if c not in costs]
     if missing:
@@ -63,15 +69,21 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
     terms = costs[["compute_s", "memory_s", "overhead_s"]].to_numpy(dtype=float)
     if (terms < 0).any() or not np.isfinite(terms).all():
         raise ValueError("class model returned a negative or non-finite time")
+    headroom_w = tdp_w - static_w
+    if not headroom_w > 0:
+        raise ValueError(f"static power {static_w} W is not below the TDP {tdp_w} W")
     time_s = np.maximum(terms[:, 0], terms[:, 1]) + terms[:, 2]
     bound = BOUNDS[np.argmax(terms, axis=1)]
     dyn_j = costs["dynamic_energy_j"].to_numpy(dtype=float)
-    headroom_w = max(tdp_w - static_w, 1e-9)
-    capped = dyn_j / headroom_w  # the least time the power envelope allows
-    throttled = capped > time_s
+    group = kernel_groups(work, costs)
+    n = len(work)
+    # the least time each kernel's energy allows within the power envelope, minus what it takes
+    short_s = (np.bincount(group, weights=dyn_j, minlength=n) / headroom_w
+               - np.bincount(group, weights=time_s, minlength=n))
+    throttled = (short_s > 0) & (group == np.arange(n))
     if "power_capped" in costs:
         throttled &= costs["power_capped"].to_numpy(dtype=bool)
-    time_s = np.where(throttled, capped, time_s)
+    time_s = time_s + np.where(throttled, short_s, 0.0)
     bound = np.where(throttled, "power", bound)
     out = work.copy()
     for col in costs.columns:
@@ -81,6 +93,13 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
     out["energy_j"] = dyn_j + static_w * time_s
     out["bytes"] = work["read_bytes"] + work["write_bytes"]
     return out
+
+
+def kernel_groups(work: pd.DataFrame, costs: pd.DataFrame) -> np.ndarray:
+    """Position of the kernel each row ran in (its own unless the class model fused it)."""
+    if "unit" not in costs:
+        return np.arange(len(work))
+    return producer_rows(work, (costs["unit"] == "fused").to_numpy())
 
 
 def bottleneck(layers: pd.DataFrame) -> str:

@@ -16,10 +16,15 @@ bandwidth) is shrunk, if needed, so that it plus DRAM power at peak bandwidth pl
 equals the TDP (where DRAM alone exceeds it, both shrink alike). Where the 45 nm figures
 already fit (CPUs, FPGAs, TPU v1/v3) the factor is 1; V100 gets 0.85, A100 0.34, H100 0.19.
 A fully busy device thus never exceeds its TDP; `core.finish`'s power cap is a safety net.
+The factors never fall below `scale_floors` (on die: the 45 nm figures scaled as CV^2 to a 3 nm
+node; off chip: kT ln 2 per bit): a TDP too small for a device's peaks (1 mW on an A100) leaves
+the energy per op physical and the power cap throttles the device instead.
+Static power is always below the TDP (`static_power_w`).
 """
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,6 +35,14 @@ import numpy as np
 from accelsim.datafiles import builtin_files
 from accelsim.devices.profile_energy import EnergyConstants, load_energy_constants
 from accelsim.errors import AccelsimError, ConfigError
+
+# Landauer's bound on the energy of erasing one bit, kT ln 2: Boltzmann's constant (exact since
+# the 2019 SI redefinition) at 300 K. NB: room temperature; a running die is hotter, which would
+# only raise the bound, so the floor it sets is conservative.
+BOLTZMANN_J_PER_K = 1.380649e-23
+DIE_TEMPERATURE_K = 300.0
+LANDAUER_J_PER_BIT = BOLTZMANN_J_PER_K * DIE_TEMPERATURE_K * math.log(2)
+BITS_PER_BYTE = 8
 
 # Non-matmul arithmetic: which Horowitz add/mult pair a precision's vector math costs.
 # NB: bf16/fp8 vector math priced as fp16, tf32 as fp32 (tf32 is a matrix-engine mode only).
@@ -47,6 +60,7 @@ class EnergyTables:
     vector_flop_j: dict[str, float]
     dram_j_per_byte: dict[str, float]
     static_fraction_of_tdp: float
+    least_die_scale: float  # the floor of the on-die factor (die_scaling.toml)
 
 
 @lru_cache(maxsize=1)
@@ -66,7 +80,28 @@ def energy_constants() -> EnergyTables:
               for p, fam in _VECTOR_OP_FAMILY.items()}
     return EnergyTables(constants=c, mac_j=dict(c.mac_j), vector_flop_j=vector,
                         dram_j_per_byte=dict(c.offchip_j_per_byte),
-                        static_fraction_of_tdp=float(fraction))
+                        static_fraction_of_tdp=float(fraction),
+                        least_die_scale=_least_die_scale(files, c))
+
+
+def _least_die_scale(files: dict[str, Any], c: EnergyConstants) -> float:
+    """CV^2 scaling from the constants' process to die_scaling.toml's floor node and supply."""
+    path = files.get("die_scaling")
+    if path is None:
+        raise AccelsimError("energy data file hw_profiles/energy/die_scaling.toml is missing")
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    floor, sources = raw.get("floor", {}), raw.get("sources", {})
+    for key in ("node_nm", "supply_v"):
+        value = floor.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise ConfigError(str(path), f"floor.{key}", value, "must be a number > 0")
+        if not isinstance(sources.get(f"floor.{key}"), str):
+            raise ConfigError(str(path), f"sources.floor.{key}", None, "needs a source")
+    node_m = floor["node_nm"] * 1e-9
+    scale = node_m / c.process_node_m * (floor["supply_v"] / c.supply_v) ** 2
+    if not 0 < scale <= 1:
+        raise ConfigError(str(path), "floor", floor, "must scale the constants' energy down")
+    return scale
 
 
 def sram_j_per_byte(profile: Any) -> float:
@@ -114,13 +149,24 @@ def sram_energy_j(nbytes: np.ndarray, profile: Any, scale: float = 1.0) -> np.nd
 
 def static_power_w(profile: Any) -> float:
     """Static power, W: the profile's idle_w, else its measured_min_w (the floor of a running
-    chip), else `fraction_of_tdp` x TDP (derived in static_power.toml)."""
+    chip), else `fraction_of_tdp` x TDP (derived in static_power.toml, a fraction below 1).
+    Always below the TDP: a published figure at or above it is an impossible device
+    (ConfigError naming the file and field), as is a TDP that is not a finite number."""
     power = profile.power
-    if power.idle_w is not None:
-        return float(power.idle_w)
-    if power.measured_min_w is not None:
-        return float(power.measured_min_w)
-    return energy_constants().static_fraction_of_tdp * float(power.tdp_w)
+    tdp_w = float(power.tdp_w)
+    source = getattr(profile, "source_path", profile.name)
+    if not math.isfinite(tdp_w) or tdp_w <= 0:
+        raise ConfigError(source, "power.tdp_w", power.tdp_w, "must be a finite power > 0 W")
+    for field in ("idle_w", "measured_min_w"):
+        published = getattr(power, field)
+        if published is None:
+            continue
+        if not 0 <= published < tdp_w:
+            raise ConfigError(source, f"power.{field}", published,
+                              f"static power must be at least 0 and below tdp_w = {tdp_w:g} W "
+                              "(the device could do no work within its envelope)")
+        return float(published)
+    return energy_constants().static_fraction_of_tdp * tdp_w
 
 
 def _peak_bandwidth_bytes_per_s(profile: Any) -> float:
@@ -148,17 +194,31 @@ def _scales(tdp_w: float, static_w: float, dram_w: float, die_w: float) -> tuple
     return both, both
 
 
+def scale_floors() -> tuple[float, float]:
+    """(on-die, off-chip) factors below which `energy_scales` never goes. On die: CV^2
+    scaling of the 45 nm figures to die_scaling.toml's node and supply (about 0.04; the least
+    a built-in profile derives is 0.095). Off chip: Landauer's kT ln 2 per bit (a byte moved
+    overwrites eight) on the cheapest technology, a bound of physics, as no off-chip figure
+    for an advanced node is in the reference. Either binds only on an impossible TDP."""
+    c = energy_constants()
+    return (c.least_die_scale,
+            BITS_PER_BYTE * LANDAUER_J_PER_BIT / min(c.dram_j_per_byte.values()))
+
+
 def energy_scales(profile: Any) -> tuple[float, float]:
     """(on-die, off-chip) energy factors of a device, derived from its datasheet (see the module
     docstring): 1 where the 45 nm figures at peak fit TDP - static; else the on-die figures
-    shrink so that they plus DRAM at peak bandwidth fill it exactly."""
+    shrink so that they plus DRAM at peak bandwidth fill it exactly; never below
+    `scale_floors` (a TDP too small for the peaks then throttles the device instead)."""
     c = energy_constants()
     compute = profile.compute
     peaks = [*compute.matrix_peak_flops_per_s.items(), *compute.vector_peak_flops_per_s.items()]
     mac_w = max((f / 2 * c.mac_j[p] for p, f in peaks if p in c.mac_j), default=0.0)
     stream_w = _peak_bandwidth_bytes_per_s(profile) * sram_j_per_byte(profile)
-    return _scales(float(profile.power.tdp_w), static_power_w(profile), _dram_power_w(profile),
-                   max(mac_w + stream_w, 1e-30))
+    die, offchip = _scales(float(profile.power.tdp_w), static_power_w(profile),
+                           _dram_power_w(profile), max(mac_w + stream_w, 1e-30))
+    die_floor, offchip_floor = scale_floors()
+    return max(die, die_floor), max(offchip, offchip_floor)
 
 
 def die_energy_scale(profile: Any) -> float:

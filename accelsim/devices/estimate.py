@@ -6,6 +6,9 @@
 A pure function of its inputs: the class model is looked up by the profile's class
 (`accelsim.devices.core.CLASS_MODELS`), the roofline and power cap are applied by
 `accelsim.devices.core.finish`, and the memory need is checked against the device's capacity.
+Every result is checked against the laws of `accelsim.devices.invariants` (a violation raises
+`InvariantError`, a bug). Energy is reported in two parts: the device's, and the host CPU's
+where an NPU falls back to it (`host_energy_j`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,13 @@ from typing import Any
 import pandas as pd
 
 from accelsim.devices.core import CLASS_MODELS, bottleneck, finish
-from accelsim.devices.precision import compute_precision, hardware_key, software_applied
+from accelsim.devices.invariants import check_estimate, check_graph
+from accelsim.devices.precision import (
+    cannot_train,
+    compute_precision,
+    hardware_key,
+    software_applied,
+)
 from accelsim.errors import AccelsimError
 from accelsim.workload.graph import Graph
 from accelsim.workload.memory import largest_batch, memory_need
@@ -75,6 +84,7 @@ class DeviceEstimate:
     compute_precision: str = ""  # what the matrix units computed in ("" = `precision`)
     software_applied: str = ""  # what the cost model charged ("" = `software`)
     notes: list[str] = field(default_factory=list)  # where the run differs from the request
+    host_energy_j: float = 0.0  # the part of energy_j the host CPU spent (NPU fallback)
 
     @property
     def throughput_samples_per_s(self) -> float:
@@ -82,7 +92,23 @@ class DeviceEstimate:
 
     @property
     def average_power_w(self) -> float:
+        """Device and host together, W."""
         return self.energy_j / self.step_time_s
+
+    @property
+    def device_energy_j(self) -> float:
+        """The device's part of `energy_j` (all but the host CPU's), J."""
+        return self.energy_j - self.host_energy_j
+
+    @property
+    def device_power_w(self) -> float:
+        """The device's average power over the step, the figure its TDP bounds, W."""
+        return self.device_energy_j / self.step_time_s
+
+    @property
+    def host_power_w(self) -> float:
+        """The host CPU's average power over the step for the ops it ran (NPU fallback), W."""
+        return self.host_energy_j / self.step_time_s
 
     @property
     def energy_j_per_sample(self) -> float:
@@ -101,11 +127,18 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
         raise AccelsimError(f"software '{software}': choose one of {', '.join(SOFTWARE)}")
     if batch < 1:
         raise AccelsimError(f"batch size must be at least 1, not {batch}")
+    why_not = cannot_train(profile) if mode == "train" else None
+    if why_not:
+        raise AccelsimError(why_not)
+    inputs = {"device": profile.name, "workload": graph.name, "batch": batch,
+              "precision": precision, "mode": mode, "software": software, "optimizer": optimizer}
+    check_graph(graph, inputs)
     work = work_table(graph, batch, precision, mode, optimizer)
     costs = class_model(profile.device_class)(profile, work, gemms_for(graph, batch),
                                               hardware_key(precision), software)
     tdp_w, static_w = power_limits_w(profile)
     layers = finish(work, costs, tdp_w, static_w)
+    check_estimate(layers, profile, hardware_key(precision), tdp_w, static_w, inputs)
     cap = capacity_bytes(profile)
     need = memory_need(graph, batch, precision, mode, optimizer)
     memory = need.check(cap if cap is not None else float("inf"))
@@ -124,7 +157,8 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
         precision=precision, software=software, layers=layers,
         step_time_s=float(layers["time_s"].sum()), energy_j=float(layers["energy_j"].sum()),
         bottleneck=bottleneck(layers), memory=memory, unsupported_ops=unsupported,
-        compute_precision=used, software_applied=applied, notes=notes)
+        compute_precision=used, software_applied=applied, notes=notes,
+        host_energy_j=float(layers["host_energy_j"].sum()) if "host_energy_j" in layers else 0.0)
 
 
 def summary(est: DeviceEstimate, graph: Graph, layers: bool = True) -> dict[str, Any]:
@@ -134,7 +168,7 @@ def summary(est: DeviceEstimate, graph: Graph, layers: bool = True) -> dict[str,
     cols = ["name", "op", "phase", "flops", "bytes", "dram_bytes", "time_s", "energy_j", "bound"]
     if est.layers["cycles"].notna().any():
         cols.append("cycles")
-    extra = [c for c in ("unit",) if c in est.layers]
+    extra = [c for c in ("unit", "host_energy_j") if c in est.layers]
     return {
         "workload": {"name": graph.name, "mode": est.mode, "batch_size": est.batch_size,
                      "precision": est.precision, "params": tot["params"],
@@ -146,10 +180,19 @@ def summary(est: DeviceEstimate, graph: Graph, layers: bool = True) -> dict[str,
         "latency_s": est.step_time_s,
         "energy_j_per_sample": est.energy_j_per_sample,
         "average_power_w": est.average_power_w,
+        "device_power_w": est.device_power_w,
+        "host_power_w": est.host_power_w,
+        "device_energy_j_per_sample": est.device_energy_j / est.batch_size,
+        "host_energy_j_per_sample": est.host_energy_j / est.batch_size,
         "bottleneck": est.bottleneck,
         "memory": est.memory,
         "time_by_phase_s": {p: est.phase_time_s(p) for p in est.layers["phase"].unique()},
-        "layers": est.layers[cols + extra].to_dict(orient="records") if layers else [],
+        "layers": _records(est.layers[cols + extra]) if layers else [],
         "unsupported_ops": est.unsupported_ops,
         "notes": list(est.notes),
     }
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as dicts, NaN (no cycle count: a host-fallback row) as None, so JSON stays valid."""
+    return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")

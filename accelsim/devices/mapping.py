@@ -149,27 +149,61 @@ def onchip_capacity_bytes(*sizes: int | None) -> float | None:
 
 def _launches_kernel(work: pd.DataFrame) -> np.ndarray:
     """Rows that run a kernel: any FLOPs or bytes (views have neither)."""
-    return ((work["flops"] > 0) | (work["read_bytes"] + work["write_bytes"] > 0)).to_numpy()
+    flops = work["flops"].to_numpy(dtype=float)
+    moved = work["read_bytes"].to_numpy(dtype=float) + work["write_bytes"].to_numpy(dtype=float)
+    return (flops > 0) | (moved > 0)
 
 
-def fused_rows(work: pd.DataFrame) -> np.ndarray:
+def fused_rows(work: pd.DataFrame, on_engine: np.ndarray | None = None) -> np.ndarray:
     """Rows a compiling engine fuses into their producer: elementwise and normalisation ops
     that have a producer kernel in the same phase (forward: the kernel before; backward, which
-    runs in reverse order: the kernel after). NB: table order stands in for graph edges."""
+    runs in reverse order: the kernel after). `on_engine` (default: every row) marks the rows
+    the fusing engine runs: a row elsewhere (an NPU's host fallback) is neither fused nor a
+    producer to fuse into. NB: table order stands in for graph edges."""
     fusable = work["op"].isin(FUSABLE_OPS).to_numpy()
     kernel = _launches_kernel(work)
+    engine = np.ones(len(work), dtype=bool) if on_engine is None else np.asarray(on_engine)
     phase = work["phase"].to_numpy()
     fused = np.zeros(len(work), dtype=bool)
     for ph, step in (("forward", 1), ("backward", -1)):
         rows = np.flatnonzero(phase == ph)[::step]
-        seen_producer = False
+        producer_on_engine = False  # the last unfused kernel so far ran on the engine
         for r in rows:
             if not kernel[r]:
                 continue
-            if fusable[r] and seen_producer:
+            if fusable[r] and engine[r] and producer_on_engine:
                 fused[r] = True
-            seen_producer = True
+            else:
+                producer_on_engine = bool(engine[r])
     return fused
+
+
+def producer_rows(work: pd.DataFrame, fused: np.ndarray) -> np.ndarray:
+    """Position of the kernel each row's work ran in: its own, or for a `fused` row its
+    producer's, the nearest unfused kernel before it in the forward phase and after it in the
+    backward phase (which runs in reverse), as `fused_rows` decides. A fused row with no such
+    kernel (a model's first op) keeps its own position. NB: table order stands in for graph
+    edges, as there.
+
+    >>> w = pd.DataFrame({"phase": ["forward"] * 3, "flops": [1.0, 1.0, 1.0],
+    ...                   "read_bytes": [0.0] * 3, "write_bytes": [0.0] * 3})
+    >>> producer_rows(w, np.array([False, True, True])).tolist()
+    [0, 0, 0]
+    """
+    group = np.arange(len(work))
+    fused = np.asarray(fused, dtype=bool)
+    if not fused.any():
+        return group
+    kernel = _launches_kernel(work)
+    phase = work["phase"].to_numpy()
+    for ph, step in (("forward", 1), ("backward", -1)):
+        rows = np.flatnonzero(phase == ph)[::step]
+        # the last unfused kernel seen so far, in execution order (-1: none yet)
+        seen = np.maximum.accumulate(np.where(kernel[rows] & ~fused[rows],
+                                              np.arange(len(rows)), -1)) if len(rows) else rows
+        take = fused[rows] & (seen >= 0)
+        group[rows[take]] = rows[seen[take]]
+    return group
 
 
 def kernel_counts(work: pd.DataFrame) -> np.ndarray:

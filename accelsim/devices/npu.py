@@ -13,7 +13,10 @@ Per row of the work table:
 - NPU toolchains (Edge TPU compiler, TensorRT for DLA) compile ahead of time, whatever
   `software` says: normalisation and elementwise rows fuse into their producer
   (`mapping.fused_rows`; NB: BN folded, activation applied as the array's outputs drain), so a
-  fused row costs no time and moves only the inputs its producer did not write (a residual).
+  fused row costs no time and moves only the inputs its producer did not write (a residual);
+  its energy is spent within its producer's time (`core.finish` caps their power together).
+  Where matmuls run on the vector path (fp32 on the Orin's CUDA cores), fused work shares that
+  unit and costs its vector time. Nothing fuses into a row the host runs.
 - every other NPU kernel pays `fitted.layer_dispatch_s` of hw_profiles/efficiency/npu.toml
   (layer set-up: instruction / descriptor issue, weights into the array, pipeline sync), not
   overlapped; fitted on one measurement (named there), held out on the others
@@ -31,8 +34,9 @@ Per row of the work table:
   costs them (at the same precision, else fp32), and the row pays the host-link transfer of
   its input when the row before it ran on the NPU and of its output when the row after does.
   Column `unit` says where each row ran ("npu", "fused" or "host"). A host row's time is all
-  `overhead_s`; its energy (host dynamic + host static + link) is its `dynamic_energy_j`, and
-  it is marked `power_capped` False: the NPU's TDP does not throttle the host.
+  `overhead_s`; its energy (host dynamic + host static + link) is its `dynamic_energy_j`, the
+  host's part of it `host_energy_j` (reported apart from the device's), and it is marked
+  `power_capped` False: the NPU's TDP does not throttle the host.
 
 Jetson AGX Orin: its profile is the whole module (GPU + 2 DLAs sharing LPDDR5) as one NPU:
 int8 at the combined peak (NB: the GPU and the DLAs perfectly sharing every layer), fp32 on
@@ -58,6 +62,7 @@ from accelsim.devices.mapping import (
     onchip_capacity_bytes,
     operand_bytes,
     per_row,
+    producer_rows,
     refetch_bytes,
     row_energy_j,
     row_gemms,
@@ -132,7 +137,8 @@ def streamed_bytes(profile: DeviceProfile, work: pd.DataFrame, capacity: float |
     return weights * (1.0 - cached) + np.maximum(acts + outs - capacity, 0.0)
 
 
-def _host_profile(host: DeviceProfile | None) -> DeviceProfile:
+def host_profile(host: DeviceProfile | None = None) -> DeviceProfile:
+    """The host CPU that runs unsupported ops: `host`, else the `DEFAULT_HOST` profile."""
     if host is not None:
         return host
     from accelsim.devices.profile import load_profile
@@ -168,21 +174,41 @@ def _boundaries(work: pd.DataFrame, host_rows: np.ndarray) -> tuple[np.ndarray, 
     return host_rows & same_prev & npu_prev, host_rows & same_next & npu_next
 
 
+def drain_excess_s(work: pd.DataFrame, fused: np.ndarray, vec_s: np.ndarray,
+                   own_s: np.ndarray) -> np.ndarray:
+    """Per fused row, its share of the time its kernel's fused work takes beyond the producer
+    kernel's own time (`own_s`: roofline plus dispatch): zero while the post-processing unit
+    keeps up, shared in proportion to each fused row's vector time when it does not. NB: the
+    drain overlaps the producer's whole time, perfectly."""
+    group = producer_rows(work, fused)
+    n_rows = len(work)
+    fused_total_s = np.bincount(group, weights=np.where(fused, vec_s, 0.0), minlength=n_rows)
+    excess_s = np.maximum(fused_total_s - np.where(fused, 0.0, own_s), 0.0)[group]
+    share = np.divide(vec_s, fused_total_s[group], out=np.zeros(n_rows),
+                      where=fused_total_s[group] > 0)
+    return np.where(fused, excess_s * share, 0.0)
+
+
 @device_model("npu")
 def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
               precision: str, software: str, host: DeviceProfile | None = None
               ) -> pd.DataFrame:
     """Cost of each work row on an NPU, with host fallback (see module docstring)."""
     n_rows = len(work)
-    _, mac_per_s = matmul_rate(profile, precision)
+    path, mac_per_s = matmul_rate(profile, precision)
     g = row_gemms(work, gemms)
     macs = per_row(g["macs"], g["row"], n_rows)
     vec = vector_flops(work, macs)
     folded_s = array_matmul_s(profile, g, n_rows, precision, mac_per_s)
     matmul_s = macs / mac_per_s if folded_s is None else folded_s
     host_rows = ~on_npu(profile, work)
-    fused = fused_rows(work) & ~host_rows
-    compute_s = np.where(fused, 0.0, matmul_s + vec / vector_rate(profile, precision, mac_per_s))
+    fused = fused_rows(work, ~host_rows)
+    vec_s = vec / vector_rate(profile, precision, mac_per_s)
+    # Fused work drains through the post-processing unit beside the MAC array while the
+    # producer runs: free while that unit keeps up, the excess charged (`drain_excess_s`,
+    # below) where it does not; where matmuls run on the vector path it shares their unit and
+    # costs its time there.
+    compute_s = np.where(fused, 0.0 if path == "matrix" else vec_s, matmul_s + vec_s)
     onchip = profile.onchip_memory
     capacity = onchip_capacity_bytes(onchip.sram_bytes) or onchip_capacity_bytes(
         onchip.l2_cache_bytes)  # NB: the Orin's L2 stands in for an NPU SRAM
@@ -201,6 +227,9 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
                   + link_energy_j(off, link.kind))
     kernels = np.where(fused, 0.0, kernel_counts(work))
     overhead_s = kernels * load_efficiency("npu")["fitted.layer_dispatch_s"]
+    if path == "matrix":
+        kernel_s = np.maximum(compute_s, memory_s) + overhead_s
+        compute_s = np.where(fused, drain_excess_s(work, fused, vec_s, kernel_s), compute_s)
     clock_hz = profile.compute.clock_hz
     cycles = ((np.maximum(compute_s, memory_s) + overhead_s) * clock_hz
               if clock_hz is not None else np.full(n_rows, np.nan))
@@ -208,11 +237,11 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
         "compute_s": compute_s, "memory_s": memory_s, "overhead_s": overhead_s,
         "dynamic_energy_j": energy, "dram_bytes": off, "onchip_bytes": moved_onchip,
         "cycles": cycles, "unit": np.where(fused, "fused", "npu"), "power_capped": True,
-        "kernels": kernels,
+        "kernels": kernels, "host_energy_j": 0.0,
     }, index=work.index)
     if not host_rows.any():
         return out
-    hp = _host_profile(host)
+    hp = host_profile(host)
     sub = work[host_rows]
     host_s, host_j = host_time_energy(hp, sub, gemms, precision, software)
     cross_in, cross_out = _boundaries(work, host_rows)
@@ -220,6 +249,7 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     out.loc[host_rows, ["compute_s", "memory_s", "onchip_bytes"]] = 0.0
     out.loc[host_rows, "overhead_s"] = host_s + moved / link.bandwidth_bytes_per_s
     out.loc[host_rows, "dynamic_energy_j"] = link_energy_j(moved, link.kind) + host_j
+    out.loc[host_rows, "host_energy_j"] = host_j
     out.loc[host_rows, "dram_bytes"] = moved if profile.offchip_memory is not None else 0.0
     out.loc[host_rows, "cycles"] = np.nan
     out.loc[host_rows, "unit"] = "host"

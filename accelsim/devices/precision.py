@@ -5,6 +5,7 @@ one asked for. Stateless rules, one place, so that every output says what ran.
     compute_precision(load_profile("tpu-v3"), "fp16")  # ("bf16", "tpu-v3 runs fp16 ... bf16")
     fallback_precision("fp16", ("int8",))       # "int8"
     software_applied("tpu", "eager")            # ("compiled (ahead of time)", "...")
+    cannot_train(load_profile("tpu-v1"))        # "tpu-v1 is an inference-only device: ..."
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from accelsim.kernels.formats import get_format
+
+# FPGA DSP operand widths that carry floating-point formats (fp16 / bf16 mantissas, `fpga`).
+_FLOAT_DSP_WIDTHS = frozenset({"int16"})
 
 # Device classes whose cost model charges a framework's per-op host time (`software`
 # matters); the others compile ahead of time (XLA, the DPU compiler, NPU toolchains).
@@ -71,3 +75,26 @@ def software_applied(device_class: str, software: str) -> tuple[str, str | None]
     return "compiled (ahead of time)", (
         f"this {device_class.upper()} runs a graph compiled ahead of time: software "
         f"'{software}' (a framework's per-op host time) does not apply")
+
+
+def cannot_train(profile: Any) -> str | None:
+    """Why `profile` cannot run a training step, None when it can. A profile's own
+    `inference_only` (True / False) decides; where it has none, a device whose units compute
+    no floating-point format (int8 only: TPU v1, Edge TPU, Orin DLA) cannot train. NB:
+    gradients and the optimizer update need a float format; integer-only training is not
+    something these products do."""
+    explicit = getattr(profile, "inference_only", None)
+    name = getattr(profile, "name", "device")
+    if explicit is not None:
+        return (f"{name} is an inference-only device (its profile says inference_only); "
+                "simulate inference or choose a device that trains") if explicit else None
+    compute = getattr(profile, "compute", None)
+    if compute is None:  # the null device
+        return None
+    formats = {*compute.matrix_peak_flops_per_s, *compute.vector_peak_flops_per_s}
+    floats = {p for p in formats if not _is_integer(p)}
+    if floats or _FLOAT_DSP_WIDTHS & set(compute.macs_per_dsp):
+        return None
+    return (f"{name} is an inference-only device: its units compute only "
+            f"{', '.join(sorted(formats))}, no floating-point format for gradients and the "
+            "optimizer update; simulate inference or choose a device that trains")

@@ -11,12 +11,15 @@
 THE SCHEMA (a contract with the cost models; the tables are in `profile_schema.py`)
 
 Top level: `class` (one of cpu, gpu, tpu, fpga, npu), `display_name`, `vendor`, optional `notes`,
+optional `inference_only` (true for a product that cannot train, with its source),
 then the tables below and `[sources]`. A device is a composition: compute units, on-chip memory,
 off-chip memory, host link, power. Unknown keys, missing keys, wrong types, values <= 0, unknown
 classes / precisions / technologies / link kinds, and keys not valid for the device's class are
 all rejected with `ConfigError(source=file, field=dotted.path, value=..., problem=...)`: the
 shared checks of `accelsim.schema` run on the fields of the profile's class, then the cross-field
-rules of [compute] (a peak exists, sparse >= dense, base clock <= rated clock).
+rules of [compute] (a peak exists, sparse >= dense, base clock <= rated clock, a TPU's dense
+peaks agree with its arrays' geometry and clock within 1 %). Every number lies in the physical
+range of its dimension (`accelsim.physical`).
 
 Units are in every key. A dimensioned key is `<base>_<unit>` and any listed unit may be used;
 the Python attribute is `<base>` plus the SI suffix:
@@ -161,17 +164,42 @@ def parse_profile(raw: dict[str, Any], name: str, source: str) -> DeviceProfile:
     values, sources = parse_sourced(raw, profile_fields(device_class), source)
     sections = {section: spec_type(**values[section])
                 for section, spec_type in _SECTION_TYPES.items() if values[section] is not None}
+    compute = _compute(values["compute"], raw["compute"], source)
+    if device_class == "tpu":
+        _check_systolic_peaks(compute, raw["compute"], source)
     return DeviceProfile(
         name=name,
         device_class=device_class,
         display_name=values["display_name"],
         vendor=values["vendor"],
         notes=values["notes"],
+        inference_only=values["inference_only"],
         source_path=source,
         sources=sources,
-        compute=_compute(values["compute"], raw["compute"], source),
+        compute=compute,
         **sections,
     )
+
+
+# NB: listed peaks are rounded (TPU v3: 123 TFLOP/s for 2 x 128 x 128 x 4 x 940 MHz = 123.2).
+SYSTOLIC_PEAK_TOLERANCE = 0.01
+
+
+def _check_systolic_peaks(c: ComputeSpec, raw: dict[str, Any], source: str) -> None:
+    """A TPU's dense matrix peaks must agree with its arrays: 2 FLOPs per MAC, rows x cols MACs
+    per cycle per array, `mxu_count` arrays, at `clock`. The systolic model times GEMMs from
+    that geometry, so a peak that disagrees would be ignored without a word."""
+    if None in (c.mxu_rows, c.mxu_cols, c.mxu_count, c.clock_hz):
+        return
+    geometry = 2.0 * c.mxu_rows * c.mxu_cols * c.mxu_count * c.clock_hz
+    for key, value in raw.get("matrix", {}).items():
+        precision, mode = MATRIX_PEAKS[key]
+        peak = c.matrix_peak_flops_per_s.get(precision) if mode == "dense" else None
+        if peak is not None and abs(peak - geometry) > SYSTOLIC_PEAK_TOLERANCE * geometry:
+            raise ConfigError(source, f"compute.matrix.{key}", value,
+                              f"disagrees with 2 x mxu_rows x mxu_cols x mxu_count x clock = "
+                              f"{geometry / 1e12:.4g} T/s, from which the systolic model times "
+                              "GEMMs")
 
 
 def _compute(values: dict[str, Any], raw: dict[str, Any], source: str) -> ComputeSpec:

@@ -37,6 +37,7 @@ from pathlib import Path
 from accelsim.datafiles import builtin_files
 from accelsim.devices.profile_schema import MEMORY_TECHNOLOGIES, PRECISIONS
 from accelsim.errors import UnknownNameError
+from accelsim.physical import ENERGY, ENERGY_PER_BYTE_M, LENGTH, VOLTAGE
 from accelsim.schema import Field, flagged_fields, parse_profile, positive, read_toml
 
 PJ = 1e-12  # J per pJ
@@ -49,23 +50,26 @@ LINKS = ("package_link", "pcb_link", "pcb_source_sync_io", "hbm_io")
 _PER_BIT_TO_J_PER_BYTE = PJ * BITS_PER_BYTE
 FIELDS = (
     Field("process", dict, sub=(
-        positive("node_nm", scale=1e-9, attr="process_node_m"), positive("supply_v"),
+        positive("node_nm", scale=1e-9, attr="process_node_m", span=LENGTH),
+        positive("supply_v", span=VOLTAGE),
     )),
-    Field("op_energy", dict, sub=tuple(positive(f"{op}_pj", scale=PJ, attr=op) for op in OPS)),
+    Field("op_energy", dict, sub=tuple(positive(f"{op}_pj", scale=PJ, attr=op, span=ENERGY)
+                                       for op in OPS)),
     Field("mac_energy", dict,
-          sub=tuple(positive(f"{p}_pj", scale=PJ, attr=p) for p in PRECISIONS)),
+          sub=tuple(positive(f"{p}_pj", scale=PJ, attr=p, span=ENERGY) for p in PRECISIONS)),
     Field("sram_read_energy", dict, sub=tuple(
-        positive(f"read_64bit_{size}_pj", scale=PJ / 8, attr=size) for size in SRAM_ARRAYS_BYTES
+        positive(f"read_64bit_{size}_pj", scale=PJ / 8, attr=size, span=ENERGY)
+        for size in SRAM_ARRAYS_BYTES
     )),
     Field("offchip_energy", dict, sub=tuple(
-        positive(f"{t}_pj_per_bit", scale=_PER_BIT_TO_J_PER_BYTE, attr=t)
+        positive(f"{t}_pj_per_bit", scale=_PER_BIT_TO_J_PER_BYTE, attr=t, span=ENERGY)
         for t in MEMORY_TECHNOLOGIES
     )),
     Field("link_energy", dict, sub=(
-        *(positive(f"{link}_pj_per_bit", scale=_PER_BIT_TO_J_PER_BYTE, attr=link)
+        *(positive(f"{link}_pj_per_bit", scale=_PER_BIT_TO_J_PER_BYTE, attr=link, span=ENERGY)
           for link in LINKS),
         positive("on_chip_wire_pj_per_bit_mm", scale=_PER_BIT_TO_J_PER_BYTE / MM,
-                 attr="on_chip_wire"),
+                 attr="on_chip_wire", span=ENERGY_PER_BYTE_M),
     )),
 )
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from accelsim.schema import Field, count, positive, text, texts
+from accelsim.physical import BANDWIDTH, BYTES, FLOP_RATE, FREQUENCY, POWER
+from accelsim.schema import Field, count, flag, positive, text, texts
 from accelsim.workload.ops import OpKind
 
 DEVICE_CLASSES = ("cpu", "gpu", "tpu", "fpga", "npu")
@@ -44,6 +45,8 @@ UNITS: dict[str, dict[str, float]] = {
 }
 # Python attribute suffix of each dimension: `clock_mhz` in TOML is `clock_hz` in Python.
 SI_SUFFIX = {"bytes": "_bytes", "bytes_per_s": "_bytes_per_s", "hz": "_hz", "w": "_w"}
+# The physical range of each dimension (`accelsim.physical`).
+SPANS = {"bytes": BYTES, "bytes_per_s": BANDWIDTH, "hz": FREQUENCY, "w": POWER}
 
 _ALL = frozenset(DEVICE_CLASSES)
 _NONE: frozenset[str] = frozenset()
@@ -58,7 +61,8 @@ def _rejected(what: str, device_class: str, allowed: frozenset[str]) -> str | No
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """One profile key. `kind` is a dimension in UNITS, or "count", "str", "str_list"."""
+    """One profile key. `kind` is a dimension in UNITS, or "count", "str", "str_list",
+    "bool"."""
 
     kind: str
     allowed: frozenset[str] = _ALL
@@ -76,8 +80,10 @@ class FieldSpec:
             return texts(base, self.choices, **kw)
         if self.kind == "count":
             return count(base, **kw)
+        if self.kind == "bool":
+            return flag(base, **kw)
         return positive(base, attr=base + SI_SUFFIX[self.kind],
-                        units=tuple(UNITS[self.kind].items()),
+                        units=tuple(UNITS[self.kind].items()), span=SPANS[self.kind],
                         si_type=int if self.kind == "bytes" else float, **kw)
 
 
@@ -93,6 +99,8 @@ TOP_LEVEL = {
     "display_name": _f("str", required="*"),
     "vendor": _f("str", required="*"),
     "notes": _f("str"),
+    # A product sold for inference only (no training support in its toolchain), sourced.
+    "inference_only": _f("bool"),
 }
 COMPUTE = {
     "clock": _f("hz", required="gpu tpu fpga cpu"),
@@ -208,7 +216,7 @@ def profile_fields(device_class: str) -> tuple[Field, ...]:
     keys of other classes are declared `rejected`, so that the error says why."""
     peaks = {"matrix": MATRIX_PEAKS, "vector": VECTOR_PEAKS}
     subs = {
-        **{name: tuple(positive(key, TERA, required=False) for key in table)
+        **{name: tuple(positive(key, TERA, required=False, span=FLOP_RATE) for key in table)
            for name, table in peaks.items()},
         "macs_per_dsp": tuple(count(width, required=False) for width in DSP_OPERAND_WIDTHS),
         "overlay": _fields(OVERLAY, device_class),

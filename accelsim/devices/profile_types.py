@@ -165,6 +165,7 @@ class DeviceProfile:
     host_link: HostLinkSpec | None = None
     peer_link: PeerLinkSpec | None = None
     notes: str | None = None
+    inference_only: bool | None = None  # None: not stated (decided from its formats)
     sources: dict[str, str] = field(default_factory=dict)
 
     def peak_flops_per_s(

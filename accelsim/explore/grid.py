@@ -26,6 +26,7 @@ from accelsim.sim.knobs import KNOBS, knob_names, parse_knob_values
 from accelsim.workload.scenario import Scenario, resolve_workload
 
 MAX_POINTS = 1_000_000  # NB: a ceiling on one sweep (about 3 h of inference points on 1 core)
+_MAX_RUN_TERMS = 4 * MAX_POINTS
 ELLIPSIS = "..."
 
 
@@ -171,8 +172,13 @@ def _run(name: str, text: str, head: list[Any], end: Any) -> list[Any]:
     if (end < head[-1]) if ascending else (end > head[-1]):
         raise AccelsimError(f"{name} {text!r}: {end} is not ahead of {head[-1]} in this run")
     ratio, step = (ratios.pop(), 0) if geometric else (1.0, steps.pop())
+    if geometric and ratio == 1.0:  # 1e9,1e9+1,1e9+3: steps differ, the ratio rounds to 1
+        raise AccelsimError(f"{name} {text!r}: the values before '...' grow by a ratio too "
+                            "close to 1 to reach the last value")
     run: list[Any] = []
     for k in itertools.count():
+        if k > _MAX_RUN_TERMS:  # NB: a guard; rounding can repeat values, never this often
+            raise AccelsimError(f"{name} {text!r}: the run does not reach {end}")
         # NB: each value from the first of the run, so float error does not accumulate.
         value = head[-1] * ratio ** k if geometric else head[-1] + k * step
         value = round(value) if isinstance(head[0], int) else round(value, 12)

@@ -37,6 +37,7 @@ from accelsim.sim.api import run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import Scenario
 
+MAX_WORKERS = 64  # NB: processes on one machine; a larger pool belongs on a Dask cluster
 CHUNKS_PER_SLOT = 8  # Dask: chunks per worker thread, enough to balance uneven points
 MAX_CHUNK = 16  # Dask: points per chunk at most
 DASK_WAIT_S = 60.0  # how long to wait for a Dask cluster to have a worker
@@ -54,8 +55,8 @@ def sweep(workload: str | Scenario, hw: str | Sequence[str], *, workers: int = 1
     path) stores each finished point and skips the ones already there; `progress` shows a bar
     on stderr (None: only when stderr is a terminal). The frame's `attrs` say which knobs were
     swept (`swept`) and how many points were run and how many read from the store."""
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise AccelsimError(f"workers {workers!r}: a number of processes, 1 or more")
+    if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
+        raise AccelsimError(f"workers {workers!r}: a number of processes, 1 to {MAX_WORKERS}")
     if scheduler is not None and workers > 1:
         raise AccelsimError("workers and scheduler: choose one (a Dask cluster has its own "
                             "workers)")

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from accelsim.errors import AccelsimError
+from accelsim.results.files import check_output_path
 
 SCHEMA_VERSION = 1
 _TABLES = """
@@ -47,8 +48,7 @@ class ResumeStore:
                 f"--resume {self.path}: Parquet is not supported as a resume store (a Parquet "
                 "file cannot take one point at a time without being rewritten); use a SQLite "
                 "file such as sweep.sqlite, and --csv for the table")
-        if self.path.is_dir():
-            raise AccelsimError(f"--resume {self.path}: is a directory, not a file")
+        check_output_path(self.path, "--resume")  # a pipe would hang SQLite's first read
         try:
             self._db = sqlite3.connect(self.path, timeout=30.0)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -83,7 +83,12 @@ class ResumeStore:
         except sqlite3.Error as err:
             raise AccelsimError(f"--resume {self.path}: cannot read: {err}") from None
         wanted = None if keys is None else set(keys)
-        return {key: json.loads(row) for key, row in stored if wanted is None or key in wanted}
+        try:
+            return {key: json.loads(row) for key, row in stored
+                    if wanted is None or key in wanted}
+        except (TypeError, ValueError) as err:
+            raise AccelsimError(f"--resume {self.path}: a stored point is damaged ({err}); "
+                                "start a new file") from None
 
     def put(self, key: str, row: dict[str, Any]) -> None:
         """Store one finished point and commit; a key already stored is left as it is."""

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from accelsim.datafiles import builtin_files
 from accelsim.errors import ConfigError
+from accelsim.physical import BANDWIDTH, DURATION, ENERGY, FREQUENCY
 from accelsim.schema import (
     GB,
     count,
@@ -58,16 +59,16 @@ _MATCH_TOLERANCE = 0.01
 FIELDS = (
     text("kind", choices=LINK_KINDS),
     text("description"),
-    positive("bandwidth_gb_s_per_direction", GB, "bandwidth_bytes_per_s"),
-    non_negative("latency_us", 1e-6, "latency_s"),
+    positive("bandwidth_gb_s_per_direction", GB, "bandwidth_bytes_per_s", span=BANDWIDTH),
+    non_negative("latency_us", 1e-6, "latency_s", span=DURATION),
     fraction("achieved_efficiency", required=False),
-    non_negative("energy_pj_per_bit", 1e-12, "energy_j_per_bit", required=False),
+    non_negative("energy_pj_per_bit", 1e-12, "energy_j_per_bit", required=False, span=ENERGY),
     count("lanes", required=False),
     positive("transfer_rate_gt_s_per_lane", 1e9, "transfer_rate_t_per_s_per_lane",
-             required=False),
+             required=False, span=FREQUENCY),
     count("link_count", required=False),
     positive("per_link_bandwidth_gb_s_per_direction", GB, "per_link_bandwidth_bytes_per_s",
-             required=False),
+             required=False, span=BANDWIDTH),
     count("switch_count", required=False),
 )
 

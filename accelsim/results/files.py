@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +24,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; on success it is renamed to `path`. The
     temporary keeps the target's suffix, so writers that pick a format by it still do."""
     path = Path(path)
-    if path.is_dir():
-        raise AccelsimError(f"cannot write {path}: it is a directory")
+    check_output_path(path)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}",
                                         dir=path.parent if str(path.parent) else ".")
@@ -42,6 +42,28 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise AccelsimError(f"cannot write {path}: {err.strerror or err}") from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def check_output_path(path: Path, what: str = "cannot write") -> None:
+    """Raise AccelsimError ("<what> <path>: why") when `path` cannot be a file we write: a
+    directory, a pipe or device, a name too long, a folder that is missing or not a folder."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        info = None
+    except OSError as err:  # ENAMETOOLONG, ENOTDIR, ELOOP, EACCES
+        raise AccelsimError(f"{what} {_short(path)}: {err.strerror or err}") from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise AccelsimError(f"{what} {_short(path)}: it is a directory")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise AccelsimError(f"{what} {_short(path)}: not a regular file (a pipe or device)")
+    if not path.parent.is_dir():
+        raise AccelsimError(f"{what} {_short(path)}: no such folder '{_short(path.parent)}'")
+
+
+def _short(path: Path) -> str:
+    # NB: a name too long for the file system is cut in the message, not in the check.
+    return str(path)[:300]
 
 
 def _umask() -> int:

@@ -5,7 +5,8 @@
 
 Figures that do not apply (a run that does not fit, AU of an inference batch) are None, so a
 table never mixes real numbers with placeholders. `samples_per_j` is performance per watt:
-(samples/s) / W.
+(samples/s) / W. `device_power_w` and `host_power_w` split `average_power_w` where an NPU falls
+back to its host CPU (inference only: a pipeline run reports its parts in the record).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 IDENTITY = ("workload", "mode", "device", "device_class", "system", "software", "precision",
             "compute_precision", "batch_size", "devices")
 METRICS = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample", "average_power_w",
-           "samples_per_j", "fits", "required_bytes", "capacity_bytes",
-           "largest_batch_that_fits", "bottleneck", "bottleneck_detail")
+           "device_power_w", "host_power_w", "samples_per_j", "fits", "required_bytes",
+           "capacity_bytes", "largest_batch_that_fits", "bottleneck", "bottleneck_detail")
 TRAIN_METRICS = ("accelerator_utilization", "stall_fetch", "stall_prep", "stall_transfer",
                  "stall_communication", "run_time_s", "allreduce_time_s")
 SERVE_METRICS = ("latency_p50_s", "latency_p95_s", "latency_p99_s", "offered_load")
@@ -35,6 +36,7 @@ def flat_row(record: dict[str, Any]) -> dict[str, Any]:
         batch_size=w["batch_size"], devices=record.get("devices", 1),
         throughput_samples_per_s=tput, latency_s=record["latency_s"],
         energy_j_per_sample=record["energy_j_per_sample"], average_power_w=power,
+        device_power_w=record.get("device_power_w"), host_power_w=record.get("host_power_w"),
         samples_per_j=tput / power if tput is not None and power else None,
         fits=bool(mem["fits"]), required_bytes=mem["required_bytes"],
         capacity_bytes=mem["capacity_bytes"],

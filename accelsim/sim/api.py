@@ -36,6 +36,10 @@ from accelsim.workload.scenario import Scenario
 
 MODES = ("infer", "train", "serve")
 HEADLINE = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample", "average_power_w")
+# The device's own figures apart from the host CPU's (NPU fallback): one batch on the device.
+# Train and serve move them under `device_only`, beside the other one-batch figures.
+DEVICE_SPLIT = ("device_power_w", "host_power_w", "device_energy_j_per_sample",
+                "host_energy_j_per_sample")
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ def _does_not_fit(record: dict[str, Any], est: DeviceEstimate, device: str) -> d
         f"does not fit: batch {est.batch_size} at {est.precision} ({est.mode}) needs "
         f"{_gb(mem['required_bytes'])} on {device}, which has {_gb(mem['capacity_bytes'])}; "
         f"{hint}"))
-    record.update(dict.fromkeys(HEADLINE), bottleneck="memory capacity",
+    record.update(dict.fromkeys(HEADLINE + DEVICE_SPLIT), bottleneck="memory capacity",
                   bottleneck_detail=hint)
     return record
 
@@ -207,6 +211,8 @@ def _max_events(cfg: SimulationConfig) -> int:
 
 
 def _device_only(record: dict[str, Any]) -> dict[str, Any]:
-    """The device-level figures that the system simulation replaces, kept for reference."""
-    keys = HEADLINE + ("bottleneck",)
-    return {k: record[k] for k in keys}
+    """The device-level figures of one batch, which the system simulation replaces (moved out
+    of the top level of `record`), kept for reference."""
+    only = {k: record[k] for k in HEADLINE + ("bottleneck",)}
+    only.update({k: record.pop(k) for k in DEVICE_SPLIT if k in record})
+    return only

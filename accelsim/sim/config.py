@@ -57,7 +57,7 @@ class TrainConfig:
     seed: int = 0
     software: str = "eager"
     device_profile: Any = None  # a loaded device profile (e.g. NullProfile) replacing the system's
-    max_events: int = 5_000_000  # refuse runs estimated to schedule more events than this
+    max_events: int = 2_000_000  # refuse runs estimated to schedule more events than this
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class TrainPlan:
     epochs: int
     seed: int
     software: str
-    max_events: int = 5_000_000
+    max_events: int = 2_000_000
 
     @property
     def global_batch(self) -> int:
@@ -131,9 +131,9 @@ def _flag(field: str, value: object) -> bool:
 def _load_profile(system: System, given: Any) -> Any:
     if given is not None:
         return given
-    from accelsim.devices.profile import load_profile
+    from accelsim.sim.hardware import system_device
 
-    return load_profile(system.device)
+    return system_device(system)
 
 
 def resolve_config(cfg: TrainConfig) -> TrainPlan:

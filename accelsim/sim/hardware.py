@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.devices.profile import builtin_profile_names, load_profile
-from accelsim.errors import UnknownNameError
+from accelsim.errors import ConfigError, UnknownNameError
 from accelsim.interconnect.links import available_links, load_link
 from accelsim.schema import read_toml
 from accelsim.sim.system import System, available_systems, load_system
@@ -39,6 +39,19 @@ def host_system_for(profile: Any) -> System:
                                device=profile.name, device_count=1, host_to_device=link)
 
 
+def system_device(system: System, path: Path | None = None) -> Any:
+    """The device profile `system` names: a built-in name, or a .toml path read relative to
+    the system file at `path`. An unknown name is an error naming the system file's field."""
+    ref: str | Path = system.device
+    if path is not None and system.device.endswith(".toml"):
+        ref = path.parent / system.device  # an absolute path stays as it is
+    try:
+        return load_profile(ref)
+    except UnknownNameError as exc:
+        raise ConfigError(str(path or system.name), "accelerator.device", system.device,
+                          str(exc)) from None
+
+
 def resolve_hardware(spec: str) -> tuple[System, Any]:
     """(system, device profile) for a system or device name, or a path to either's TOML.
     Built-in names are loaded once per process (the results are frozen: do not mutate);
@@ -47,7 +60,7 @@ def resolve_hardware(spec: str) -> tuple[System, Any]:
         path = Path(spec)
         if _is_system_file(path):  # read_toml: one clear line for any unreadable file
             system = load_system(path)
-            return system, load_profile(system.device)
+            return system, system_device(system, path)
         profile = load_profile(path)
         return host_system_for(profile), profile
     return _resolve_builtin(spec)
@@ -57,7 +70,7 @@ def resolve_hardware(spec: str) -> tuple[System, Any]:
 def _resolve_builtin(spec: str) -> tuple[System, Any]:
     if spec in available_systems():
         system = load_system(spec)
-        return system, load_profile(system.device)
+        return system, system_device(system)
     if spec in builtin_profile_names():
         profile = load_profile(spec)
         return host_system_for(profile), profile

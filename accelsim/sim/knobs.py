@@ -16,6 +16,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.errors import AccelsimError
+from accelsim.physical import (
+    MAX_BATCH,
+    MAX_DEVICES,
+    MAX_EPOCHS,
+    MAX_RATE_PER_S,
+    MAX_REQUESTS,
+    MAX_STEPS,
+    MAX_THREADS,
+    MAX_WAIT_MS,
+    MIN_RATE_PER_S,
+    input_ceiling,
+)
 from accelsim.workload.scenario import Scenario, resolve_workload
 from accelsim.workload.zoo import model_knobs
 
@@ -40,20 +52,11 @@ class Knob:
     high: float | None = None  # largest value accepted: a ceiling on work, or physics
 
 
-# Ceilings on counts that size work or arrays (NB: chosen to be far beyond any real system
-# while keeping every byte count inside int64 and every run bounded; `max_events` bounds the
-# event simulation itself).
-MAX_BATCH = 1 << 20
-MAX_DEVICES = 1 << 16
-MAX_THREADS = 1 << 14
-MAX_STEPS = 10_000_000
-MAX_EPOCHS = 10_000
-MAX_REQUESTS = 100_000_000
-MAX_INPUT = 1 << 20  # image side, sequence length, or any other model input knob
-MAX_WAIT_MS = 3_600_000.0  # an hour
-MAX_RATE_PER_S = 1e9
-MIN_RATE_PER_S = 1e-6  # NB: slower than one request in 11 days is not a serving load
-DEFAULT_MAX_EVENTS = 5_000_000
+# The ceilings on counts that size work (batch, devices, threads, ...) are in
+# `accelsim.physical`, beside the physical ranges of data files.
+# NB: about 15 s and 1 GB of records on one core; a full ImageNet epoch on 8 GPUs is ~200,000.
+DEFAULT_MAX_EVENTS = 2_000_000
+MAX_MAX_EVENTS = 200_000_000  # the most a user may opt into (tens of GB of records)
 
 
 _KNOBS = (
@@ -72,7 +75,8 @@ _KNOBS = (
          high=MAX_DEVICES),
     Knob("seed", "config", "seed", int, SIMULATED, "random seed", low=0, high=2**63 - 1),
     Knob("max_events", "config", "max_events", int, SIMULATED,
-         f"most events a run may schedule (default {DEFAULT_MAX_EVENTS:,})", low=1),
+         f"most events a run may schedule (default {DEFAULT_MAX_EVENTS:,})", low=1,
+         high=MAX_MAX_EVENTS),
     Knob("dataset", "train", "dataset", str, TRAIN, "dataset profile"),
     Knob("storage", "train", "storage", str, TRAIN, "storage profile"),
     Knob("storage_count", "train", "storage_count", int, TRAIN, "storage devices", low=1,
@@ -177,7 +181,7 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Any:
     model_inputs = model_knobs(sc.model)
     for name, value in given.items():
         if name in model_inputs and name not in KNOBS:
-            inputs[name] = _in_range(name, _convert(name, int, value), 1, MAX_INPUT)
+            inputs[name] = _in_range(name, _convert(name, int, value), 1, input_ceiling(name))
             continue
         if name not in KNOBS:
             raise AccelsimError(f"unknown knob '{name}'; choose one of: "

@@ -48,19 +48,26 @@ class ReadPlan:
         return self.bytes.sum(axis=2)
 
 
-def _device_batch_sizes(sample_count: int, devices: int, batch: int) -> np.ndarray:
-    """Samples of each (step, device) batch for one epoch; the last step may be short and
-    is split as evenly as possible (no sample dropped, none repeated)."""
+def _device_batch_sizes(sample_count: int, devices: int, batch: int,
+                        max_steps: int | None = None) -> np.ndarray:
+    """Samples of each (step, device) batch for one epoch, or for its first `max_steps`
+    steps; the epoch's last step may be short and is split as evenly as possible (no sample
+    dropped, none repeated)."""
     global_batch = devices * batch
     full, rest = divmod(sample_count, global_batch)
-    sizes = np.full((full + (rest > 0), devices), batch, dtype=np.int64)
-    if rest:
+    steps = full + (rest > 0)
+    shown = steps if max_steps is None else min(steps, max_steps)
+    sizes = np.full((shown, devices), batch, dtype=np.int64)
+    if rest and shown == steps:
         sizes[-1] = rest // devices + (np.arange(devices) < rest % devices)
     return sizes
 
 
 def _epoch(ds: Dataset, devices: int, batch: int, threads: int,
-           rng: np.random.Generator) -> ReadPlan:
+           rng: np.random.Generator, max_steps: int | None = None) -> ReadPlan:
+    """The reads of one epoch, or of its first `max_steps` steps: the same reads the whole
+    epoch would start with (the files are still drawn and shuffled for all of it), so the
+    arrays are sized by the steps simulated, not by the dataset."""
     n_files = ds.file_count
     sizes = sample_file_sizes_bytes(ds, n_files, rng).astype(np.float64)
     counts = np.full(n_files, ds.samples_per_file, dtype=np.int64)
@@ -69,11 +76,13 @@ def _epoch(ds: Dataset, devices: int, batch: int, threads: int,
     counts, sizes = counts[order], sizes[order]
     file_ends = np.cumsum(counts)
 
-    db_sizes = _device_batch_sizes(ds.sample_count, devices, batch)
+    db_sizes = _device_batch_sizes(ds.sample_count, devices, batch, max_steps)
     n_steps = db_sizes.shape[0]
     db_ends = np.cumsum(db_sizes.ravel())
+    # The files the simulated steps reach; segments end where a file or a batch ends.
+    file_ends = file_ends[:np.searchsorted(file_ends, db_ends[-1], side="left") + 1]
     seg_ends = np.sort(np.concatenate((file_ends, db_ends)), kind="stable")  # two sorted runs
-    seg_ends = seg_ends[np.diff(seg_ends, prepend=0) > 0]
+    seg_ends = seg_ends[(np.diff(seg_ends, prepend=0) > 0) & (seg_ends <= db_ends[-1])]
     seg_samples = np.diff(seg_ends, prepend=0)
     seg_file = np.searchsorted(file_ends, seg_ends, side="left")
     seg_db = np.searchsorted(db_ends, seg_ends, side="left")
@@ -116,7 +125,8 @@ def read_plan(ds: Dataset, devices: int, batch: int, io_threads: int, steps: int
     parts: list[ReadPlan] = []
     have, epoch = 0, 0
     while (steps is None and epoch < epochs) or (steps is not None and have < steps):
-        part = _epoch(ds, devices, batch, io_threads, np.random.default_rng([seed, epoch]))
+        part = _epoch(ds, devices, batch, io_threads, np.random.default_rng([seed, epoch]),
+                      None if steps is None else steps - have)
         parts.append(dataclasses.replace(part, epoch=np.full(part.steps, epoch, np.int64)))
         have += part.steps
         epoch += 1

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from accelsim.devices.estimate import DeviceEstimate, estimate, power_limits_w
+from accelsim.devices.invariants import check_training
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.collectives import (
     allreduce_wire_bytes,
@@ -149,7 +150,18 @@ def simulate_training(config: TrainConfig) -> TrainResult:
     costs = StepCosts(compute, comm_s, allreduce_wire_bytes(plan.allreduce, plan.devices,
                                                             grad_bytes), core_w, dram_j)
     df = TrainModel(plan, reads, costs).run().frame()
-    return _result(plan, df, costs, d2d, notes)
+    res = _result(plan, df, costs, d2d, notes)
+    try:
+        tdp_w, static_w = power_limits_w(plan.device_profile)
+    except (AttributeError, ImportError):  # a profile without power figures: nothing to bound
+        tdp_w, static_w = float("inf"), 0.0
+    check_training(res, int(reads.batch_samples().sum()), tdp_w, static_w,
+                   full.host_energy_j > 0, {
+                       "device": plan.device_profile.name, "system": plan.system.name,
+                       "workload": plan.scenario.name, "batch": plan.batch_size,
+                       "devices": plan.devices, "precision": plan.scenario.precision,
+                       "mode": "train", "software": plan.software, "steps": res.steps})
+    return res
 
 
 def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Any,

@@ -31,6 +31,7 @@ import pandas as pd
 import simpy
 
 from accelsim.devices.estimate import SOFTWARE
+from accelsim.devices.invariants import check_serving
 from accelsim.errors import AccelsimError, UnknownNameError
 from accelsim.interconnect.links import Link, load_link
 from accelsim.kernels.formats import FORMATS, get_format
@@ -341,7 +342,7 @@ def simulate_serving(cfg: ServeConfig) -> ServeResult:
     capacity = n_devices * float(np.max(table.index.to_numpy() / per_batch_s))
     lat, wait = reqs["latency_s"].to_numpy(), reqs["wait_s"].to_numpy()
     p50, p95, p99 = np.percentile(lat, [50, 95, 99])
-    return ServeResult(
+    res = ServeResult(
         workload=graph.name, device=profile.name, devices=n_devices,
         requests_served=len(reqs), makespan_s=makespan_s,
         throughput_samples_per_s=len(reqs) / makespan_s,
@@ -354,3 +355,8 @@ def simulate_serving(cfg: ServeConfig) -> ServeResult:
         average_power_w=energy_j / makespan_s, capacity_samples_per_s=capacity,
         offered_load=None if cfg.rate_per_s is None else cfg.rate_per_s / capacity,
         records=records, requests=reqs, service=table.copy())
+    check_serving(res, cfg.requests, static_power_w(profile), {
+        "device": profile.name, "workload": graph.name, "devices": n_devices,
+        "precision": precision, "mode": "serve", "software": cfg.software,
+        "max_batch": cfg.max_batch, "requests": cfg.requests, "seed": cfg.seed})
+    return res

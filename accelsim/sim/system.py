@@ -19,7 +19,8 @@ host.cores                              yes      >= 1; cores available to input 
 host.dram_gb                            yes      > 0; host memory
 host.dram_bandwidth_gb_s                yes      > 0; all sockets together; also the
                                                  page-cache read bandwidth (upper bound)
-accelerator.device                      yes      a device profile name (checked non-empty)
+accelerator.device                      yes      a device profile name or .toml path (loaded
+                                                 by `accelsim.sim.hardware.system_device`)
 accelerator.count                       yes      >= 1
 links.host_to_device                    yes      a link name (hw_profiles/links/) or path
 links.device_to_device                  no       a link name; required when count > 1
@@ -49,6 +50,7 @@ from typing import Any, TypeVar
 from accelsim.datafiles import builtin_files
 from accelsim.errors import ConfigError, UnknownNameError
 from accelsim.interconnect.links import Link, load_link
+from accelsim.physical import BANDWIDTH, BYTES, FREQUENCY, MAX_DEVICES, MAX_THREADS
 from accelsim.schema import (
     GB,
     Field,
@@ -66,7 +68,8 @@ from accelsim.storage.media import StorageMedium, load_storage
 
 GDS_STORAGE_KINDS = ("nvme", "nas")
 
-_INLINE_CPU = (text("name"), count("cores"), positive("clock_ghz", 1e9, "clock_hz"))
+_INLINE_CPU = (text("name"), count("cores", high=MAX_THREADS),
+               positive("clock_ghz", 1e9, "clock_hz", span=FREQUENCY))
 FIELDS = (
     text("description"),
     text("default_dataset"),
@@ -74,19 +77,20 @@ FIELDS = (
     flag("gpudirect_rdma"),
     Field("host", dict, sub=(
         Field("cpu", (str, dict), sourced=True, sub=_INLINE_CPU, si_type=str),
-        count("sockets"),
-        count("cores"),
-        positive("dram_gb", GB, "dram_bytes", si_type=int),
-        positive("dram_bandwidth_gb_s", GB, "dram_bandwidth_bytes_per_s"),
+        count("sockets", high=MAX_THREADS),
+        count("cores", high=MAX_THREADS),
+        positive("dram_gb", GB, "dram_bytes", si_type=int, span=BYTES),
+        positive("dram_bandwidth_gb_s", GB, "dram_bandwidth_bytes_per_s", span=BANDWIDTH),
     )),
-    Field("accelerator", dict, sub=(text("device", sourced=True), count("count"))),
+    Field("accelerator", dict, sub=(text("device", sourced=True),
+                                    count("count", high=MAX_DEVICES))),
     Field("links", dict, sub=(
         text("host_to_device", sourced=True),
         text("device_to_device", required=False, sourced=True),
         text("network", required=False, sourced=True),
-        count("nic_count", required=False),
+        count("nic_count", required=False, high=MAX_THREADS),
     )),
-    Field("storage", dict, sub=(text("name", sourced=True), count("count"))),
+    Field("storage", dict, sub=(text("name", sourced=True), count("count", high=MAX_THREADS))),
 )
 
 

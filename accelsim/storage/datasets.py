@@ -38,6 +38,13 @@ import numpy as np
 
 from accelsim.datafiles import builtin_files
 from accelsim.errors import ConfigError
+from accelsim.physical import (
+    BYTES,
+    DURATION,
+    MAX_DATASET_FILES,
+    MAX_DATASET_SAMPLES,
+    MAX_SIZE_CV,
+)
 from accelsim.schema import (
     count,
     find_profile,
@@ -55,14 +62,15 @@ SIZE_DISTRIBUTIONS = ("constant", "lognormal")
 FIELDS = (
     text("description"),
     text("format", choices=DATASET_FORMATS),
-    count("sample_count"),
-    count("file_count"),
-    count("samples_per_file"),
+    count("sample_count", high=MAX_DATASET_SAMPLES),
+    count("file_count", high=MAX_DATASET_FILES),
+    count("samples_per_file", high=MAX_DATASET_SAMPLES),
     text("file_size_distribution", choices=SIZE_DISTRIBUTIONS),
-    positive("file_size_mean_bytes"),
-    non_negative("file_size_stdev_bytes"),
-    count("decoded_sample_bytes"),
-    non_negative("prep_ms_per_sample_per_core", 1e-3, "prep_s_per_sample_per_core"),
+    positive("file_size_mean_bytes", span=BYTES),
+    non_negative("file_size_stdev_bytes", span=BYTES),
+    count("decoded_sample_bytes", high=BYTES.high),
+    non_negative("prep_ms_per_sample_per_core", 1e-3, "prep_s_per_sample_per_core",
+                 span=DURATION),
 )
 
 
@@ -107,7 +115,8 @@ class Dataset:
 
 def sample_file_sizes_bytes(dataset: Dataset, n: int,
                             rng: np.random.Generator | int) -> np.ndarray:
-    """`n` file sizes in bytes (int64, each >= 1) drawn from the dataset's distribution.
+    """`n` file sizes in bytes (int64, each in [1, `physical.BYTES.high`]) drawn from the
+    dataset's distribution.
 
     Vectorised and deterministic for a seed (an int or a `numpy.random.Generator`)."""
     if n < 0:
@@ -119,8 +128,9 @@ def sample_file_sizes_bytes(dataset: Dataset, n: int,
         mu, sigma = dataset.lognormal_params
         # NB: the lognormal shape is this model's choice; only mean and stdev are published.
         sizes = gen.lognormal(mu, sigma, size=n)
-    # NB: rounding to whole bytes shifts the mean by < 0.5 B.
-    return np.maximum(np.rint(sizes), 1).astype(np.int64)
+    # NB: rounding to whole bytes shifts the mean by < 0.5 B; the far tail of a wide lognormal
+    # is cut at the physical ceiling of a size (so it stays inside int64).
+    return np.clip(np.rint(sizes), 1, BYTES.high).astype(np.int64)
 
 
 def load_dataset(name_or_path: str | Path) -> Dataset:
@@ -139,6 +149,9 @@ def load_dataset(name_or_path: str | Path) -> Dataset:
     if ds.file_size_distribution == "lognormal" and stdev == 0:
         raise ConfigError(src, "file_size_stdev_bytes", stdev,
                           "must be > 0 for 'lognormal' (use 'constant')")
+    if stdev > MAX_SIZE_CV * ds.file_size_mean_bytes:
+        raise ConfigError(src, "file_size_stdev_bytes", stdev,
+                          f"must be at most {MAX_SIZE_CV:g} x file_size_mean_bytes")
     return ds
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from accelsim.datafiles import builtin_files
+from accelsim.physical import BANDWIDTH, DURATION, OPS_RATE
 from accelsim.schema import (
     MB,
     Field,
@@ -58,11 +59,14 @@ UNBOUNDED_KINDS = ("object",)  # kinds that may omit read_bandwidth_mb_s
 FIELDS = (
     text("kind", choices=STORAGE_KINDS),
     text("description"),
-    positive("read_bandwidth_mb_s", MB, "read_bandwidth_bytes_per_s", required=False),
-    positive("write_bandwidth_mb_s", MB, "write_bandwidth_bytes_per_s", required=False),
-    positive("random_read_4k_iops", attr="random_read_4k_iops"),
-    non_negative("request_latency_us", 1e-6, "request_latency_s"),
-    non_negative("gds_request_latency_us", 1e-6, "gds_request_latency_s", required=False),
+    positive("read_bandwidth_mb_s", MB, "read_bandwidth_bytes_per_s", required=False,
+             span=BANDWIDTH),
+    positive("write_bandwidth_mb_s", MB, "write_bandwidth_bytes_per_s", required=False,
+             span=BANDWIDTH),
+    positive("random_read_4k_iops", attr="random_read_4k_iops", span=OPS_RATE),
+    non_negative("request_latency_us", 1e-6, "request_latency_s", span=DURATION),
+    non_negative("gds_request_latency_us", 1e-6, "gds_request_latency_s", required=False,
+                 span=DURATION),
     count("max_concurrency"),
 )
 

@@ -29,6 +29,7 @@ from typing import Any
 from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError, ConfigError, UnknownNameError
 from accelsim.kernels.formats import FORMATS, get_format
+from accelsim.physical import MAX_BATCH, MAX_THREADS, input_ceiling
 from accelsim.schema import Field, count, flag, parse_fields, read_toml, text
 from accelsim.workload.graph import Graph
 from accelsim.workload.zoo import build_model, model_knobs, model_names
@@ -71,13 +72,14 @@ class Scenario:
 
 
 _PIPELINE_FIELDS = (
-    count("io_threads", required=False), count("prep_workers", required=False),
-    Field("prefetch_batches", int, required=False, low=0, si_type=int),
+    count("io_threads", required=False, high=MAX_THREADS),
+    count("prep_workers", required=False, high=MAX_THREADS),
+    Field("prefetch_batches", int, required=False, low=0, high=MAX_THREADS, si_type=int),
     flag("gpudirect", required=False, sourced=False),
 )
 _FIELDS = (
     text("name", required=False), text("model"), text("mode", choices=MODES),
-    count("batch_size"), text("precision"),
+    count("batch_size", high=MAX_BATCH), text("precision"),
     text("optimizer", choices=OPTIMIZERS, required=False),
     Field("data", dict, required=False, sub=(text("dataset", required=False),)),
     Field("pipeline", dict, required=False, sub=_PIPELINE_FIELDS),
@@ -108,8 +110,8 @@ def _validated(s: Scenario, src: str) -> Scenario:
         raise ConfigError(src, "mode", s.mode, f"expected one of {MODES}")
     if s.optimizer not in OPTIMIZERS:
         raise ConfigError(src, "optimizer", s.optimizer, f"expected one of {OPTIMIZERS}")
-    if s.batch_size < 1:
-        raise ConfigError(src, "batch_size", s.batch_size, "must be at least 1")
+    if not 1 <= s.batch_size <= MAX_BATCH:
+        raise ConfigError(src, "batch_size", s.batch_size, f"must be from 1 to {MAX_BATCH:,}")
     try:
         get_format(s.precision)
     except UnknownNameError:
@@ -120,8 +122,9 @@ def _validated(s: Scenario, src: str) -> Scenario:
         if key not in knobs:
             raise ConfigError(src, f"input.{key}", value,
                               f"model '{s.model}' takes {', '.join(knobs) or 'no knobs'}")
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(src, f"input.{key}", value, "must be an integer >= 1")
+        high = input_ceiling(key)
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
+            raise ConfigError(src, f"input.{key}", value, f"must be an integer from 1 to {high:,}")
     p = s.pipeline
     for key in ("io_threads", "prep_workers"):
         if getattr(p, key) < 1:

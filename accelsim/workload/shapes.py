@@ -25,6 +25,18 @@ def _conv_out(size: int, k: int, s: int, p: int, d: int) -> int:
     return (size + 2 * p - d * (k - 1) - 1) // s + 1
 
 
+def _check_downsampling(spatial: Shape, stride: Shape, out: Shape) -> None:
+    """A strided conv or pool advances its window over at least one stride of input: on a map
+    smaller than its stride it would not downsample, only read padding around one position
+    (the input is smaller than the network's downsampling; PyTorch would run it). An empty
+    output (< 1) is left to `make_op`'s check, which names it."""
+    for axis, (size, s, o) in enumerate(zip(spatial, stride, out, strict=True)):
+        if s > 1 and size < s and o >= 1:
+            raise ShapeError(f"stride {s} along spatial axis {axis} on an input of {size}: a "
+                             "strided window needs at least one stride of input (the input is "
+                             "smaller than the network's downsampling; use a larger input)")
+
+
 # ---- matmul-like -------------------------------------------------------------------------
 
 
@@ -37,6 +49,7 @@ def _conv_nd(shapes: tuple[Shape, ...], a: dict[str, Any], nd: int) -> tuple[Sha
         raise ShapeError(f"channels in {c} and out {o} must divide by groups {g}")
     k, s, p, d = (_tuple(a[n], nd) for n in ("kernel", "stride", "padding", "dilation"))
     out = tuple(_conv_out(x[i + 1], k[i], s[i], p[i], d[i]) for i in range(nd))
+    _check_downsampling(x[1:], s, out)
     params = {"weight": (o, c // g, *k)}
     if a["bias"]:
         params["bias"] = (o,)
@@ -137,6 +150,7 @@ def _pool(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, dict]:
         out = tuple(o - 1 if (o - 1) * s[i] >= x[i + 1] + p[i] else o for i, o in enumerate(out))
     else:
         out = tuple(_conv_out(x[i + 1], k[i], s[i], p[i], 1) for i in range(2))
+    _check_downsampling(x[1:], s, out)
     return (x[0], *out), {}
 
 

@@ -1,0 +1,360 @@
+"""Physics as a check, not a hope: what every estimate and every run must satisfy.
+
+A violation is a bug in accelsim (a class model, the roofline core, the pipeline), never the
+user's input, so it raises `InvariantError` (not an `AccelsimError`: the CLI reports it as an
+internal error, exit 70) with the inputs, the row and the numbers.
+
+Per estimate (`check_estimate`, run by `estimate.estimate` on every result; SI units):
+- finite and >= 0: every time, energy, FLOP and byte column; time_s >= max(compute_s,
+  memory_s) + overhead_s (the power cap only adds time).
+- peak: rows are checked per kernel, a row with the rows fused into it (`core.kernel_groups`),
+  over the kernel's time: its own FLOPs at most the peak of the unit that ran it (the matrix
+  path at the precision for a matmul row, else the vector path; `unit_peaks`, read from the
+  profile); fused FLOPs at most the vector path's peak (an NPU's post-processing unit beside
+  its MAC array, the vector units of a GPU or CPU); where the kernel itself ran on the vector
+  path they share it, so together they are held to that peak. Host-fallback rows are held to
+  the host CPU's peaks.
+- power: the device's part of a kernel's energy (all but `host_energy_j`) over its time, plus
+  static power, is at most the TDP; static power is below the TDP.
+- energy: energy_j = dynamic + static x time; the host's part is within the dynamic energy.
+- bytes: on a device with off-chip memory a kernel moves at least its operands off chip once
+  (reads + writes, less what a fused row takes from its producer on chip: its input and the
+  output it replaces); and, once per graph (`check_graph`), each op reads whole the tensors
+  its producers wrote and writes its own output, any scratch it writes (attention scores)
+  being read back (a lookup reads at least its indices).
+Per run: `check_training`, `check_serving` (conservation of samples and requests, time
+order, energy parts, power).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.core import kernel_groups
+from accelsim.errors import AccelsimError
+from accelsim.workload.graph import Graph
+from accelsim.workload.tables import counts_table
+
+REL_TOL = 1e-9  # float rounding of sums of many rows
+LOOKUP_OPS = frozenset({"embedding"})  # ops that read rows of a table chosen by their indices
+_NONNEGATIVE = ("flops", "read_bytes", "write_bytes", "bytes", "dram_bytes", "onchip_bytes",
+                "compute_s", "memory_s", "overhead_s", "time_s", "dynamic_energy_j", "energy_j")
+
+
+class InvariantError(Exception):
+    """A result broke a law of the model (a bug, not bad input); the message has the inputs."""
+
+
+def fail(check: str, context: Mapping[str, Any], detail: str) -> InvariantError:
+    """The error for a violated invariant: what broke, the inputs, the numbers."""
+    inputs = ", ".join(f"{k}={v}" for k, v in context.items())
+    return InvariantError(f"invariant '{check}' violated: {detail}; inputs: {inputs} "
+                          "(a bug in accelsim, not in the input: please report this message)")
+
+
+# ---- peaks of the units, from the profile ------------------------------------------------
+
+
+def _gpu_peaks(profile: Any, precision: str) -> tuple[float, float]:
+    from accelsim.devices import gpu
+
+    return gpu.matmul_path(profile, precision)[1], gpu.vector_peak_flops_per_s(profile, precision)
+
+
+def _cpu_peaks(profile: Any, precision: str) -> tuple[float, float]:
+    from accelsim.devices import cpu
+
+    return cpu.matmul_path(profile, precision)[1], cpu.vector_peak_flops_per_s(profile, precision)
+
+
+def _tpu_peaks(profile: Any, precision: str) -> tuple[float, float]:
+    from accelsim.devices import systolic
+
+    run = systolic.mxu_precision(profile, precision)
+    c = profile.compute
+    # The model times GEMMs from the arrays' geometry and clock; the listed peak is that figure
+    # rounded (the loader holds them within 1 %), so the geometry is the unit's true ceiling.
+    geometry = 2.0 * c.mxu_rows * c.mxu_cols * c.mxu_count * c.clock_hz
+    return (max(c.matrix_peak_flops_per_s[run], geometry), systolic.vector_ops_per_s(profile, run))
+
+
+def _fpga_peaks(profile: Any, precision: str) -> tuple[float, float]:
+    from accelsim.devices import fpga
+
+    ov = profile.compute.overlay
+    if ov is not None and precision == "int8":
+        return (ov.peak_int8_ops_per_s,
+                ov.cores * ov.pixel_parallelism * ov.output_channel_parallelism * ov.clock_hz)
+    macs_per_s = fpga.dsp_macs_per_s(profile, fpga.dsp_width(profile, precision))
+    return 2.0 * macs_per_s, macs_per_s
+
+
+def _npu_peaks(profile: Any, precision: str) -> tuple[float, float]:
+    from accelsim.devices import npu
+
+    _, mac_per_s = npu.matmul_rate(profile, precision)
+    return 2.0 * mac_per_s, npu.vector_rate(profile, precision, mac_per_s)
+
+
+_PEAKS: dict[str, Callable[[Any, str], tuple[float, float]]] = {
+    "gpu": _gpu_peaks, "cpu": _cpu_peaks, "tpu": _tpu_peaks, "fpga": _fpga_peaks,
+    "npu": _npu_peaks,
+}
+
+
+def unit_peaks(profile: Any, precision: str) -> tuple[float, float]:
+    """(matrix-path, vector-path) peak FLOP/s (OP/s for int8) of a device at `precision`: the
+    profile's published peaks, or where it publishes none the rate its class model derives
+    from published counts (an NB there). inf for the null device."""
+    peaks = _PEAKS.get(profile.device_class)
+    return (math.inf, math.inf) if peaks is None else peaks(profile, precision)
+
+
+@lru_cache(maxsize=16)
+def host_peak_flops_per_s(precision: str) -> float:
+    """The host CPU's largest peak at `precision` (fp32 where it rejects it), FLOP/s (the
+    built-in host profile, read once)."""
+    from accelsim.devices import npu
+
+    host = npu.host_profile()
+    try:
+        return max(_cpu_peaks(host, precision))
+    except AccelsimError:
+        return max(_cpu_peaks(host, "fp32"))
+
+
+# ---- per estimate ------------------------------------------------------------------------
+
+
+_COLUMNS = (*_NONNEGATIVE, "host_energy_j")
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """An estimate's layers as arrays, with the kernel each row ran in."""
+
+    layers: pd.DataFrame
+    col: dict[str, np.ndarray]
+    group: np.ndarray  # position of each row's kernel (`core.kernel_groups`)
+    root: np.ndarray  # rows that are kernels (not fused into another)
+    host: np.ndarray  # rows the host CPU ran (NPU fallback)
+    matmul: np.ndarray
+
+    def per_kernel(self, values: np.ndarray) -> np.ndarray:
+        """`values` summed over each kernel's rows, at the kernel's position."""
+        return np.bincount(self.group, weights=values, minlength=len(self.group))
+
+    def where(self, i: int) -> str:
+        r = self.layers.iloc[i]
+        unit = f", unit {r['unit']}" if "unit" in self.layers else ""
+        return f"row {i} '{r['name']}' ({r['op']}, {r['phase']}{unit})"
+
+
+def _rows(layers: pd.DataFrame) -> _Rows:
+    n = len(layers)
+    present = [c for c in _COLUMNS if c in layers]
+    values = layers[present].to_numpy(dtype=float)
+    col = {c: values[:, j] for j, c in enumerate(present)}
+    col.setdefault("host_energy_j", np.zeros(n))
+    group = kernel_groups(layers, layers)
+    host = (layers["unit"] == "host").to_numpy() if "unit" in layers else np.zeros(n, bool)
+    return _Rows(layers, col, group, group == np.arange(n), host,
+                 layers["matmul"].to_numpy(dtype=bool))
+
+
+def _first(bad: np.ndarray) -> int | None:
+    return int(np.argmax(bad)) if bad.any() else None
+
+
+def _check_finite(r: _Rows, context: Mapping[str, Any]) -> None:
+    for name in _NONNEGATIVE:
+        i = _first(~np.isfinite(r.col[name]) | (r.col[name] < 0))
+        if i is not None:
+            raise fail("finite and non-negative", context,
+                       f"{r.where(i)}: {name} = {r.col[name][i]!r}")
+    least_s = np.maximum(r.col["compute_s"], r.col["memory_s"]) + r.col["overhead_s"]
+    time_s = r.col["time_s"]
+    i = _first(time_s < least_s * (1 - REL_TOL))
+    if i is not None:
+        raise fail("roofline", context, f"{r.where(i)}: time_s {time_s[i]:.6g} below "
+                   f"max(compute, memory) + overhead = {least_s[i]:.6g} s")
+
+
+def _check_peaks(r: _Rows, profile: Any, precision: str, context: Mapping[str, Any]) -> None:
+    matrix_peak, vector_peak = unit_peaks(profile, precision)
+    flops = r.col["flops"]
+    kernel_s = r.per_kernel(r.col["time_s"])
+    fused_flops = r.per_kernel(np.where(r.root, 0.0, flops))
+    own_peak = np.where(r.matmul, max(matrix_peak, vector_peak), vector_peak)
+    if r.host.any():
+        own_peak = np.where(r.host, host_peak_flops_per_s(precision), own_peak)
+    on_vector = (~r.matmul | (matrix_peak <= vector_peak)) & ~r.host
+    vector = np.full(len(flops), vector_peak)
+    checks = (
+        ("its unit's peak", flops, own_peak),
+        ("the vector unit's peak (fused rows)", fused_flops, vector),
+        ("the shared vector unit's peak (kernel + fused rows)",
+         np.where(on_vector, flops + fused_flops, 0.0), vector),
+    )
+    for what, done, peak in checks:
+        i = _first(r.root & (done > peak * kernel_s * (1 + REL_TOL)))
+        if i is not None:
+            rate = done[i] / kernel_s[i] if kernel_s[i] > 0 else math.inf
+            raise fail("peak", context, f"{r.where(i)}: {done[i]:.6g} FLOPs in "
+                       f"{kernel_s[i]:.6g} s = {rate:.6g} FLOP/s, above {what} "
+                       f"{peak[i]:.6g} FLOP/s")
+
+
+def _check_power(r: _Rows, tdp_w: float, static_w: float, context: Mapping[str, Any]) -> None:
+    if not 0 <= static_w < tdp_w:
+        raise fail("static power below TDP", context, f"static {static_w!r} W, TDP {tdp_w!r} W")
+    dyn_j, host_j, time_s = r.col["dynamic_energy_j"], r.col["host_energy_j"], r.col["time_s"]
+    static_j = static_w * time_s
+    i = _first(np.abs(r.col["energy_j"] - dyn_j - static_j) > REL_TOL * (dyn_j + static_j))
+    if i is not None:
+        raise fail("energy", context, f"{r.where(i)}: energy_j {r.col['energy_j'][i]!r} != "
+                   f"dynamic {dyn_j[i]!r} + static {static_j[i]!r} J")
+    i = _first((host_j < 0) | (host_j > dyn_j * (1 + REL_TOL)))
+    if i is not None:
+        raise fail("energy", context, f"{r.where(i)}: host part {host_j[i]!r} J outside the "
+                   f"dynamic energy {dyn_j[i]!r} J")
+    if math.isinf(tdp_w):
+        return
+    device_j, kernel_s = r.per_kernel(dyn_j - host_j), r.per_kernel(time_s)
+    i = _first(device_j > (tdp_w - static_w) * kernel_s * (1 + REL_TOL))
+    if i is not None:
+        power = device_j[i] / kernel_s[i] + static_w if kernel_s[i] > 0 else math.inf
+        raise fail("power within TDP", context, f"{r.where(i)}: device energy "
+                   f"{device_j[i]:.6g} J in {kernel_s[i]:.6g} s = {power:.6g} W with static, "
+                   f"above the TDP {tdp_w:g} W (bound {r.layers['bound'].iloc[i]})")
+
+
+def _check_offchip_bytes(r: _Rows, context: Mapping[str, Any]) -> None:
+    write = r.col["write_bytes"]
+    compulsory = (r.per_kernel(r.col["read_bytes"] + write)
+                  - 2.0 * r.per_kernel(np.where(r.root, 0.0, write)))
+    moved = r.per_kernel(r.col["dram_bytes"])
+    i = _first(r.root & ~r.host & (moved < compulsory * (1 - REL_TOL)))
+    if i is not None:
+        raise fail("bytes conserved", context, f"{r.where(i)}: {moved[i]:.6g} bytes off chip, "
+                   f"fewer than its operands once, {compulsory[i]:.6g} bytes")
+
+
+def has_offchip_memory(profile: Any) -> bool:
+    """Whether operands live in device DRAM (False: an NPU streaming from its host)."""
+    return profile.device_class == "null" or profile.offchip_memory is not None
+
+
+def check_estimate(layers: pd.DataFrame, profile: Any, precision: str, tdp_w: float,
+                   static_w: float, context: Mapping[str, Any]) -> None:
+    """Every per-row invariant of an estimate's `layers` (`core.finish`'s output) on `profile`
+    at hardware precision `precision`; `context` names the inputs for the message."""
+    rows = _rows(layers)
+    _check_finite(rows, context)
+    _check_peaks(rows, profile, precision, context)
+    _check_power(rows, tdp_w, static_w, context)
+    if has_offchip_memory(profile):
+        _check_offchip_bytes(rows, context)
+
+
+def check_graph(graph: Graph, context: Mapping[str, Any] | None = None) -> None:
+    """Bytes conserved in a graph's counts (see the module docstring); judged once per graph,
+    reported with `context` (the inputs of the estimate that asked)."""
+    problem = _graph_problem(graph)
+    if problem is not None:
+        raise fail("bytes conserved", context or {"workload": graph.name}, problem)
+
+
+@lru_cache(maxsize=128)
+def _graph_problem(graph: Graph) -> str | None:
+    counts = counts_table(graph)
+    elems = {name: math.prod(shape) for name, shape in graph.shapes.items()}
+    cols = ("op_index", "read_elems", "write_elems", "fwd_flops")
+    for i, read, write, flops in zip(*(counts[c].to_numpy() for c in cols), strict=True):
+        if read == write == flops == 0:
+            continue  # a view
+        op = graph.ops[int(i)]
+        inputs = float(sum(elems[t] for t in op.inputs))
+        out = float(elems[op.name])
+        scratch_ok = op.kind.value in LOOKUP_OPS or read - inputs == write - out
+        if read < inputs or write < out or not scratch_ok:
+            return (f"op '{op.name}' ({op.kind.value}) reads {read:g} elements of inputs "
+                    f"holding {inputs:g} and writes {write:g} for an output of {out:g}")
+    return None
+
+
+# ---- per run -----------------------------------------------------------------------------
+
+
+def _check_values(values: Mapping[str, float], context: Mapping[str, Any], check: str,
+                  upper: float = math.inf) -> None:
+    for name, value in values.items():
+        if not (isinstance(value, int | float) and math.isfinite(value) and
+                0 <= value <= upper * (1 + REL_TOL)):
+            limit = "" if math.isinf(upper) else f" and at most {upper:g}"
+            raise fail(check, context, f"{name} = {value!r}, not finite, >= 0{limit}")
+
+
+def check_training(res: Any, planned_samples: int, tdp_w: float, static_w: float,
+                   host_fallback: bool, context: Mapping[str, Any]) -> None:
+    """Run-level invariants of a `TrainResult`: times and rates finite and >= 0, every
+    sample planned trained exactly once, utilisations within [0, 1], energy parts >= 0
+    summing to the total, and (without host fallback, whose energy the accelerators' part
+    holds) the accelerators' average power within TDP."""
+    _check_values({"run_time_s": res.run_time_s, "step_time_s": res.step_time_s,
+                   "throughput_samples_per_s": res.throughput_samples_per_s}, context, "time")
+    if not res.run_time_s > 0:
+        raise fail("time", context, f"run_time_s = {res.run_time_s!r}")
+    if res.samples != planned_samples:
+        raise fail("samples conserved", context, f"{res.samples} samples trained, "
+                   f"{planned_samples} planned")
+    _check_values({**{f"utilization[{k}]": v for k, v in res.utilization.items()},
+                   "accelerator_utilization": res.accelerator_utilization}, context,
+                  "utilization", upper=1.0)
+    energy = dict(res.energy_breakdown_j)
+    total = energy.pop("total")
+    _check_values(energy, context, "energy")
+    if not math.isclose(total, sum(energy.values()), rel_tol=REL_TOL, abs_tol=1e-300):
+        raise fail("energy", context, f"total {total!r} J != sum of parts {energy}")
+    if host_fallback or math.isinf(tdp_w):
+        return
+    device_w = (energy["accelerators"] + energy["static"]) / (res.run_time_s * res.devices)
+    if device_w > tdp_w * (1 + REL_TOL):
+        raise fail("power within TDP", context, f"accelerators average {device_w:.6g} W per "
+                   f"device over the run, above the TDP {tdp_w:g} W (static {static_w:g} W)")
+
+
+def check_serving(res: Any, requests: int, static_w: float,
+                  context: Mapping[str, Any]) -> None:
+    """Run-level invariants of a `ServeResult`: every request served exactly once, in time
+    order (arrival <= start <= end <= makespan), utilisations within [0, 1], energy finite and
+    >= 0, and the average power no more than the devices' largest draw (a batch's energy over
+    its service time, or `static_w` between batches)."""
+    reqs, table = res.requests, res.service
+    in_batches = int(res.records["samples"].sum())
+    if not res.requests_served == len(reqs) == in_batches == requests:
+        raise fail("requests conserved", context, f"{requests} requests, "
+                   f"{res.requests_served} served, {in_batches} in batches")
+    tol_s = REL_TOL * max(res.makespan_s, 1.0)
+    order = ((reqs["start_s"] < reqs["arrival_s"] - tol_s) | (reqs["end_s"] < reqs["start_s"])
+             | (reqs["end_s"] > res.makespan_s + tol_s)).to_numpy()
+    i = _first(order)
+    if i is not None:
+        raise fail("time order", context, f"request {i}: {reqs.iloc[i].to_dict()}, makespan "
+                   f"{res.makespan_s!r} s")
+    _check_values({f"utilization[{d}]": u for d, u in enumerate(res.utilization)}, context,
+                  "utilization", upper=1.0)
+    _check_values({"energy_j": res.energy_j, "average_power_w": res.average_power_w},
+                  context, "energy")
+    busy_w = float(np.max(table["energy_j"].to_numpy() / table["service_s"].to_numpy()))
+    most_w = res.devices * max(busy_w, static_w)
+    if res.average_power_w > most_w * (1 + REL_TOL):
+        raise fail("power", context, f"average {res.average_power_w:.6g} W above the most the "
+                   f"devices draw, {most_w:.6g} W")

@@ -1,0 +1,73 @@
+"""Draw a case of any kind, and run one in-process through `accelsim.cli.main`.
+
+    case = make_case(RandomPicker(random.Random(11)))
+    verdict = run_case(case, Path("/tmp/case11"))       # the folder is created and filled
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import warnings
+from pathlib import Path
+
+from accelsim.cli import main
+from fuzzing.cases import DIR, FILE_CASES, Case
+from fuzzing.cli_cases import cli_case, path_case
+from fuzzing.mutate import Picker
+from fuzzing.verdict import Verdict, judge
+
+# Kind of case -> weight (of 20): files 12, argument lists 6, bad paths 2.
+WEIGHTS = {"profile": 4, "system": 3, "link": 1, "part": 2, "scenario": 2, "cli": 6, "path": 2}
+KINDS = tuple(kind for kind, weight in WEIGHTS.items() for _ in range(weight))
+
+
+def make_case(picker: Picker, kind: str | None = None) -> Case:
+    """A case of `kind` (see WEIGHTS), or of a kind drawn by weight."""
+    kind = kind or picker.choice(KINDS)
+    if kind == "cli":
+        return cli_case(picker)
+    if kind == "path":
+        return path_case(picker)
+    return FILE_CASES[kind](picker)
+
+
+def materialise(case: Case, folder: Path) -> list[str]:
+    """Write the case's files (with ``{dir}`` filled in) and special paths into `folder`
+    (emptied first); returns argv ready to run."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for name, data in case.files.items():
+        (folder / name).write_bytes(data.replace(DIR.encode(), str(folder).encode()))
+    for name, what in case.special.items():
+        if what == "dir":
+            (folder / name).mkdir()
+        elif what == "fifo" and hasattr(os, "mkfifo"):
+            os.mkfifo(folder / name)
+    return case.args(folder)
+
+
+def run_case(case: Case, folder: Path) -> Verdict:
+    """Run `case` in `folder` (also the working directory, for default output files) and
+    judge it. Output and warnings are captured; nothing escapes but KeyboardInterrupt."""
+    argv = materialise(case, folder)
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        with warnings.catch_warnings(record=True) as caught, \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            warnings.simplefilter("always")
+            try:
+                code: int | None = main(argv)
+            except Exception as exc:  # noqa: BLE001 - an escape from main is a finding
+                code = None
+                err.write(f"escaped main: {type(exc).__name__}: {exc}\n")
+    finally:
+        os.chdir(here)
+    warned = sorted({f"{w.category.__name__}: {w.message}" for w in caught
+                     if issubclass(w.category, RuntimeWarning | OverflowError)})
+    return judge(argv, case.damaged, code, out.getvalue(), err.getvalue(), warned)
