@@ -11,6 +11,7 @@ link profile.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -52,10 +53,20 @@ def system_device(system: System, path: Path | None = None) -> Any:
                           str(exc)) from None
 
 
+# Other hardware-file formats: suffix -> module with `read_profile(path: Path) -> DeviceProfile`
+# (the device then runs inside the default host, as a device profile does).
+HARDWARE_READERS = {".cfg": "accelsim.devices.scalesim_config"}
+
+
 def resolve_hardware(spec: str) -> tuple[System, Any]:
-    """(system, device profile) for a system or device name, or a path to either's TOML.
-    Built-in names are loaded once per process (the results are frozen: do not mutate);
-    files are read on every call, so an edited file is seen."""
+    """(system, device profile) for a system or device name, or a path to either's TOML (or a
+    file a `HARDWARE_READERS` module reads, such as a SCALE-Sim .cfg). Built-in names are
+    loaded once per process (the results are frozen: do not mutate); files are read on every
+    call, so an edited file is seen."""
+    suffix = Path(spec).suffix.lower()
+    if suffix in HARDWARE_READERS:
+        profile = importlib.import_module(HARDWARE_READERS[suffix]).read_profile(Path(spec))
+        return host_system_for(profile), profile
     if spec.endswith(".toml"):
         path = Path(spec)
         if _is_system_file(path):  # read_toml: one clear line for any unreadable file

@@ -29,7 +29,7 @@ from accelsim.physical import (
     input_ceiling,
 )
 from accelsim.workload.scenario import Scenario, resolve_workload
-from accelsim.workload.zoo import model_knobs
+from accelsim.workload.sources import model_knob_defaults as model_knobs
 
 ALL_MODES = ("infer", "train", "serve")
 TRAIN = ("train",)

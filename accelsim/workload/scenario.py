@@ -32,7 +32,13 @@ from accelsim.kernels.formats import FORMATS, get_format
 from accelsim.physical import MAX_BATCH, MAX_THREADS, input_ceiling
 from accelsim.schema import Field, count, flag, parse_fields, read_toml, text
 from accelsim.workload.graph import Graph
-from accelsim.workload.zoo import build_model, model_knobs, model_names
+from accelsim.workload.sources import (
+    is_model_file,
+    known_model,
+    model_graph,
+    model_knob_defaults,
+)
+from accelsim.workload.zoo import model_names
 
 MODES = ("train", "infer")
 OPTIMIZERS = ("sgd", "momentum", "adam")
@@ -61,8 +67,8 @@ class Scenario:
     pipeline: Pipeline = field(default_factory=Pipeline)
 
     def graph(self) -> Graph:
-        """The model graph at this scenario's input knobs (cached by the zoo)."""
-        return build_model(self.model, **self.input)
+        """The model graph at this scenario's input knobs (cached by the zoo or the importer)."""
+        return model_graph(self.model, **self.input)
 
     def with_overrides(self, **changes: Any) -> Scenario:
         """A copy with the non-None `changes` applied and re-validated (CLI flags)."""
@@ -104,8 +110,9 @@ def parse_scenario(raw: dict[str, Any], src: str, default_name: str) -> Scenario
 
 def _validated(s: Scenario, src: str) -> Scenario:
     """Cross-field checks of values (the types are already right)."""
-    if s.model not in model_names():
-        raise ConfigError(src, "model", s.model, f"not a zoo model ({', '.join(model_names())})")
+    if not known_model(s.model):
+        raise ConfigError(src, "model", s.model, f"not a zoo model ({', '.join(model_names())}) "
+                          "nor a model file (.onnx, .csv)")
     if s.mode not in MODES:
         raise ConfigError(src, "mode", s.mode, f"expected one of {MODES}")
     if s.optimizer not in OPTIMIZERS:
@@ -117,7 +124,7 @@ def _validated(s: Scenario, src: str) -> Scenario:
     except UnknownNameError:
         raise ConfigError(src, "precision", s.precision,
                           f"expected one of {', '.join(FORMATS)}") from None
-    knobs = model_knobs(s.model)
+    knobs = model_knob_defaults(s.model)
     for key, value in s.input.items():
         if key not in knobs:
             raise ConfigError(src, f"input.{key}", value,
@@ -158,8 +165,11 @@ def scenario_names() -> list[str]:
 
 
 def resolve_workload(spec: str) -> Scenario:
-    """A workload argument: a path to a scenario file, a built-in scenario or a zoo model
-    (which becomes a default inference scenario at batch 1, fp32)."""
+    """A workload argument: a path to a scenario file, a built-in scenario, a zoo model or a
+    model file (.onnx, .csv topology); a model becomes a default inference scenario at batch
+    1, fp32."""
+    if is_model_file(spec):
+        return _validated(Scenario(name=Path(spec).stem, model=spec), spec)
     if spec.endswith(".toml") or _is_file(spec):
         return load_scenario_file(spec)
     builtin = builtin_files("workloads", "*.toml")

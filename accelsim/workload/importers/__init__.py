@@ -1,0 +1,1 @@
+"""Model importers: one module per file format (see `accelsim.workload.sources.IMPORTERS`)."""

@@ -1,0 +1,76 @@
+"""Where a model comes from: the zoo (by name) or a model file read by an importer (by its
+suffix), one interface for both, so scenarios, knobs and the CLI need not care.
+
+    model_graph("resnet50", image_size=128)      # a zoo model
+    model_graph("net.onnx", batch=1)             # accelsim.workload.importers.onnx
+    model_knob_defaults("net.onnx")              # the importer's knobs
+
+An importer is a module in `IMPORTERS` with `KNOBS: dict[str, int]` (its input knobs and their
+defaults) and `read_graph(path: Path, **knobs) -> Graph` (a per-sample graph; a symbolic batch
+dimension is the caller's `--batch`), raising `AccelsimError` for a file it cannot read.
+Graphs read from files are cached by path, modification time and knobs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from accelsim.errors import AccelsimError
+from accelsim.workload.graph import Graph
+from accelsim.workload.zoo import build_model, model_knobs, model_names
+
+# Model-file suffix -> importer module (optional extras: say how to install them).
+IMPORTERS: dict[str, tuple[str, str]] = {
+    ".onnx": ("accelsim.workload.importers.onnx", 'pip install "accelsim[onnx]"'),
+    ".csv": ("accelsim.workload.importers.topology", ""),
+}
+
+
+def is_model_file(model: str) -> bool:
+    """True when `model` names a file an importer reads (by suffix), not a zoo model."""
+    return Path(model).suffix.lower() in IMPORTERS
+
+
+def _importer(model: str) -> ModuleType:
+    module, install = IMPORTERS[Path(model).suffix.lower()]
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        hint = f" ({install})" if install else ""
+        raise AccelsimError(f"{model}: reading {Path(model).suffix} models needs "
+                            f"{err.name or 'a missing package'}{hint}") from None
+
+
+def model_knob_defaults(model: str) -> dict[str, Any]:
+    """The input knobs `model` takes and their defaults."""
+    if is_model_file(model):
+        return dict(_importer(model).KNOBS)
+    return model_knobs(model)
+
+
+def known_model(model: str) -> bool:
+    """A zoo model's name, or a path with an importer's suffix (the file is read later)."""
+    return is_model_file(model) or model in model_names()
+
+
+def model_graph(model: str, **knobs: Any) -> Graph:
+    """The per-sample graph of a zoo model or a model file, with input `knobs`."""
+    if not is_model_file(model):
+        return build_model(model, **knobs)
+    path = Path(model)
+    try:
+        mtime_ns = path.stat().st_mtime_ns
+    except OSError as err:
+        raise AccelsimError(f"{model}: cannot read the model file: "
+                            f"{err.strerror or err}") from None
+    return _file_graph(str(path.resolve()), mtime_ns, tuple(sorted(knobs.items())))
+
+
+@lru_cache(maxsize=16)
+def _file_graph(path: str, mtime_ns: int, knobs: tuple[tuple[str, Any], ...]) -> Graph:
+    del mtime_ns  # part of the cache key only: an edited file is read again
+    return _importer(path).read_graph(Path(path), **dict(knobs))
