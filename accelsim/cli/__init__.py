@@ -16,6 +16,7 @@ import os
 import click
 
 from accelsim.cli import (  # noqa: F401  (register commands)
+    collective,
     compare,
     describe,
     listing,

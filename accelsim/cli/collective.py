@@ -1,0 +1,1 @@
+"""`accelsim collective`: (being written)."""
