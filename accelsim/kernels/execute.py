@@ -7,7 +7,8 @@ Data: float inputs ~ N(0, 1); "index" inputs are uniform ids in [0, vocab), voca
 smallest `num_embeddings` of the embedding ops that read them, except position ids (an index
 input whose name contains "pos"), which are arange(S). Parameters come from `init_params`, one
 generator per op derived from (seed, op index), so the same seed gives the same inputs and
-parameters whatever the precision.
+parameters whatever the precision; a model read from a file that holds its weights (an ONNX
+model's initialisers: `accelsim.workload.sources.file_weights`) runs with those instead.
 
 Numeric formats (every rounding is `accelsim.kernels.formats.round_to_format`):
 - fp32: the float32 kernels as they are.
@@ -28,10 +29,10 @@ Numeric formats (every rounding is `accelsim.kernels.formats.round_to_format`):
   not quantized). Non-matmul ops run in fp32 on the dequantized values (NB: as TFLite/TensorRT
   do between quantized layers when fused requantization is not modelled).
 
-Batchnorm runs in inference mode, with running statistics calibrated on the fp32 stream's
-input (`calibrate_batchnorm`). Intermediate tensors are freed after their last consumer has
-run. Models whose parameters exceed `PARAM_LIMIT_BYTES` in float32 are refused: functional
-execution is for models that fit.
+Batchnorm runs in inference mode, with the file's running statistics or else statistics
+calibrated on the fp32 stream's input (`calibrate_batchnorm`). Intermediate tensors are freed
+after their last consumer has run. Models whose parameters exceed `PARAM_LIMIT_BYTES` in
+float32 are refused: functional execution is for models that fit.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from accelsim.kernels.params import init_params
 from accelsim.kernels.quantize import int8_matmul, quantize_int8
 from accelsim.workload.graph import Graph
 from accelsim.workload.ops import MATMUL_KINDS, Op, OpKind
+from accelsim.workload.sources import file_weights
 
 PARAM_LIMIT_BYTES = 2 * 1024**3  # float32 parameters above this are refused (~0.5 G params)
 INT8_KINDS = frozenset({OpKind.CONV2D, OpKind.CONV3D, OpKind.CONV_TRANSPOSE3D, OpKind.LINEAR,
@@ -239,14 +241,16 @@ def _execute(graph: Graph, batch: int, fmts: list[NumericFormat], seed: int,
     if batch < 1:
         raise AccelsimError(f"batch must be >= 1, got {batch}")
     inputs = make_inputs(graph, batch, seed)
+    weights = file_weights(graph)
     envs: list[Arrays] = [dict(inputs) for _ in fmts]
     last = last_uses(graph)
     for name in [n for n in inputs if last[n] < 0]:  # inputs nobody reads
         for env in envs:
             del env[name]
     for i, op in enumerate(graph.ops):
-        params = op_params(op, i, seed)
-        if op.kind == OpKind.BATCHNORM:
+        params = (dict(weights[op.name]) if weights is not None and op.name in weights
+                  else op_params(op, i, seed))
+        if op.kind == OpKind.BATCHNORM and "running_mean" not in params:
             params.update(calibrate_batchnorm(envs[0][op.inputs[0]]))
         outs = []
         for env, fmt in zip(envs, fmts, strict=True):

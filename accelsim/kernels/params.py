@@ -3,7 +3,9 @@
     params = init_params(op, np.random.default_rng(0))
 
 Conv and linear weights are He/Kaiming-normal (std sqrt(2 / fan_in)); norm gammas are ones;
-betas and biases zeros; embeddings N(0, 0.02^2); LSTM weights N(0, 1/(3 hidden)).
+betas and biases zeros; embeddings N(0, 0.02^2); LSTM weights N(0, 1/(3 hidden)); the
+constant of a `const_binary` is the identity of its function (0 for add/sub, else 1) and the
+parameters of an `unmapped` op are zeros (it cannot run). Imported models bring their own.
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ def fan_in(op: Op, shape: Shape) -> float:
 
 
 def _init(op: Op, name: str, shape: Shape, rng: np.random.Generator) -> np.ndarray:
-    if name in _ZEROS:
+    if name in _ZEROS or op.kind == OpKind.UNMAPPED:
         return np.zeros(shape, dtype=np.float32)
+    if name == "const" and op.kind == OpKind.CONST_BINARY:
+        identity = 0.0 if op.attrs["fn"] in ("add", "sub") else 1.0
+        return np.full(shape, identity, dtype=np.float32)
     if name == "gamma":
         return np.ones(shape, dtype=np.float32)
     if name == "weight" and op.kind in (OpKind.CONV2D, OpKind.CONV3D, OpKind.CONV_TRANSPOSE3D,

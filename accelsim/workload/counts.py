@@ -197,8 +197,8 @@ def _per_element(op: Op) -> OpCounts:
     fwd_per, bwd_per = _PER_ELEMENT_FLOPS[op.kind]
     out = _n(op.output_shape)
     weight_grad = 2.0 * out if op.weight_elems else 0.0  # d gamma, d beta: a multiply-add each
-    # NB: an add keeps nothing for backward; every other op keeps its input(s).
-    saved = 0 if op.kind == OpKind.ADD else _in_elems(op)
+    # NB: an add or sub keeps nothing for backward; every other op keeps its input(s).
+    saved = 0 if op.kind in (OpKind.ADD, OpKind.SUB) else _in_elems(op)
     return OpCounts(fwd_per * out, bwd_per * out, weight_grad, _in_elems(op), out,
                     op.weight_elems, saved)
 
@@ -224,4 +224,22 @@ def _reshape(op: Op) -> OpCounts:
 def _copy(op: Op) -> OpCounts:
     # NB: materialised as one copy (read everything, write everything), as eager frameworks do.
     n = _in_elems(op)
+    return OpCounts(0.0, 0.0, 0.0, n, n, 0, 0)
+
+
+# ---- ops that imported models need (sub, div, const_binary, slice) -----------------------
+# `unmapped` has no formula on purpose: it is reported by `unsupported_ops`.
+
+_PER_ELEMENT_FLOPS.update({
+    OpKind.SUB: (1, 1),  # d/db = -dy
+    OpKind.DIV: (1, 4),  # da = dy / b; db = -dy a / b^2
+    OpKind.CONST_BINARY: (1, 1),  # NB: pow counted as one FLOP, like the others
+})
+formula(OpKind.SUB, OpKind.DIV, OpKind.CONST_BINARY)(_per_element)
+
+
+@formula(OpKind.SLICE)
+def _slice(op: Op) -> OpCounts:
+    # NB: materialised as one strided copy of the elements kept, as eager frameworks do.
+    n = _n(op.output_shape)
     return OpCounts(0.0, 0.0, 0.0, n, n, 0, 0)

@@ -60,6 +60,12 @@ class OpKind(enum.StrEnum):
     RESHAPE = "reshape"
     TRANSPOSE = "transpose"
     CONCAT = "concat"
+    # ops that imported models need (`accelsim.workload.importers`)
+    SUB = "sub"
+    DIV = "div"
+    CONST_BINARY = "const_binary"  # an activation with a constant (scalar or tensor) operand
+    SLICE = "slice"
+    UNMAPPED = "unmapped"  # a node the vocabulary does not cover: no cost formula, reported
 
 
 MATMUL_KINDS = frozenset(
@@ -68,7 +74,7 @@ MATMUL_KINDS = frozenset(
 )
 ELEMENTWISE_KINDS = frozenset(
     {OpKind.RELU, OpKind.RELU6, OpKind.GELU, OpKind.SIGMOID, OpKind.TANH, OpKind.SILU,
-     OpKind.ADD, OpKind.MUL, OpKind.ROPE}
+     OpKind.ADD, OpKind.MUL, OpKind.ROPE, OpKind.SUB, OpKind.DIV, OpKind.CONST_BINARY}
 )
 VIEW_KINDS = frozenset({OpKind.RESHAPE, OpKind.TRANSPOSE})
 

@@ -281,3 +281,58 @@ def _concat(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, dict]:
     out = list(shapes[0])
     out[ax] = sum(s[ax] for s in shapes)
     return tuple(out), {}
+
+
+# ---- ops that imported models need (sub, div, const_binary, slice, unmapped) -------------
+
+op_spec(OpKind.SUB, n_inputs=2)(_broadcast)
+op_spec(OpKind.DIV, n_inputs=2)(_broadcast)
+CONST_FNS = ("add", "sub", "mul", "div", "pow")
+
+
+@op_spec(OpKind.CONST_BINARY, fn=REQUIRED, reverse=False, scalar=None, const_shape=())
+def _const_binary(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, dict]:
+    """x `fn` c (or c `fn` x with `reverse`), c a constant: the float attribute `scalar`, or
+    else the parameter "const" of per-sample shape `const_shape`, broadcast against x.
+    NB: a tensor constant counts as parameters (a learned bias or position table in the
+    models this comes from; a constant buffer such as a mask is counted too)."""
+    if a["fn"] not in CONST_FNS:
+        raise ShapeError(f"fn {a['fn']!r} not in {CONST_FNS}")
+    if a["scalar"] is not None:
+        return shapes[0], {}
+    c = tuple(a["const_shape"])
+    out, _ = _broadcast((shapes[0], c), a)
+    return out, {"const": c}
+
+
+def slice_range(size: int, start: int, end: int, step: int) -> range:
+    """Indices an ONNX/numpy slice start:end:step (step >= 1) takes along an axis of `size`:
+    negative bounds count from the end, then both are clamped to [0, size]."""
+    if step < 1:
+        raise ShapeError(f"slice step {step} must be >= 1")
+    return range(*slice(start, end, step).indices(size))
+
+
+@op_spec(OpKind.SLICE, axes=REQUIRED, starts=REQUIRED, ends=REQUIRED, steps=None)
+def _slice(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, dict]:
+    """x[start:end:step] along each of `axes` (per-sample axes, negative from the end)."""
+    (x,) = shapes
+    axes, starts, ends = tuple(a["axes"]), tuple(a["starts"]), tuple(a["ends"])
+    steps = tuple(a["steps"]) if a["steps"] is not None else (1,) * len(axes)
+    if not len(axes) == len(starts) == len(ends) == len(steps):
+        raise ShapeError("axes, starts, ends and steps differ in length")
+    out = list(x)
+    for ax, st, en, sp in zip(axes, starts, ends, steps, strict=True):
+        if not -len(x) <= ax < len(x):
+            raise ShapeError(f"axis {ax} out of range for rank {len(x)}")
+        out[ax % len(x)] = len(slice_range(x[ax % len(x)], st, en, sp))
+    return tuple(out), {}
+
+
+@op_spec(OpKind.UNMAPPED, n_inputs=None, source_op=REQUIRED, shape=REQUIRED, weights=())
+def _unmapped(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, dict]:
+    """A node of an imported model that the vocabulary does not cover (`source_op`, e.g.
+    "onnx:NonMaxSuppression"). Its output shape is given (`shape`) and its parameters are
+    the (name, shape) pairs of `weights`. It has no cost formula, so it is always reported
+    as unsupported and never costed at zero."""
+    return tuple(a["shape"]), {name: tuple(s) for name, s in a["weights"]}

@@ -7,8 +7,11 @@ suffix), one interface for both, so scenarios, knobs and the CLI need not care.
 
 An importer is a module in `IMPORTERS` with `KNOBS: dict[str, int]` (its input knobs and their
 defaults) and `read_graph(path: Path, **knobs) -> Graph` (a per-sample graph; a symbolic batch
-dimension is the caller's `--batch`), raising `AccelsimError` for a file it cannot read.
-Graphs read from files are cached by path, modification time and knobs.
+dimension is the caller's `--batch`), raising `AccelsimError` for a file it cannot read. An
+importer whose files hold weights also has `read_weights(path, **knobs) -> {op name: {param
+name: array}}`, and its graphs carry `meta["source_file"]` and `meta["knobs"]`, so that
+`file_weights` finds them. Graphs read from files are cached by path, modification time and
+knobs.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 from accelsim.errors import AccelsimError
 from accelsim.workload.graph import Graph
@@ -74,3 +79,13 @@ def model_graph(model: str, **knobs: Any) -> Graph:
 def _file_graph(path: str, mtime_ns: int, knobs: tuple[tuple[str, Any], ...]) -> Graph:
     del mtime_ns  # part of the cache key only: an edited file is read again
     return _importer(path).read_graph(Path(path), **dict(knobs))
+
+
+def file_weights(graph: Graph) -> dict[str, dict[str, np.ndarray]] | None:
+    """The real parameters of a graph read from a model file that holds them ({op name:
+    {param name: float32 array}}), or None (a zoo model, or a format without weights)."""
+    source = graph.meta.get("source_file")
+    if not source:
+        return None
+    read = getattr(_importer(source), "read_weights", None)
+    return read(Path(source), **graph.meta.get("knobs", {})) if read else None

@@ -1,4 +1,5 @@
-"""Data movement and lookup: embedding, reshape, transpose, concat."""
+"""Data movement and lookup: embedding, reshape, transpose, concat, slice; and `unmapped`,
+whose kernel refuses to run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from accelsim.errors import AccelsimError
 from accelsim.kernels.forward.common import f32
 from accelsim.kernels.registry import kernel
 from accelsim.workload.ops import Op, OpKind
+from accelsim.workload.shapes import slice_range
 
 
 @kernel(OpKind.EMBEDDING)
@@ -43,3 +45,24 @@ def concat_kernel(op: Op, xs: list[np.ndarray], params: dict[str, np.ndarray]) -
     """Inputs (N, *s_i) joined along per-sample `axis` (negative counts from the end)."""
     axis = op.attrs["axis"] % len(op.input_shapes[0]) + 1
     return np.concatenate(xs, axis=axis)
+
+
+@kernel(OpKind.SLICE)
+def slice_kernel(op: Op, xs: list[np.ndarray], params: dict[str, np.ndarray]) -> np.ndarray:
+    """(N, *in) -> x[..., start:end:step, ...] along each per-sample axis (a copy)."""
+    x = xs[0]
+    index = [slice(None)] * x.ndim
+    a = op.attrs
+    steps = a["steps"] if a["steps"] is not None else (1,) * len(a["axes"])
+    for ax, st, en, sp in zip(a["axes"], a["starts"], a["ends"], steps, strict=True):
+        r = slice_range(x.shape[ax % (x.ndim - 1) + 1], st, en, sp)
+        index[ax % (x.ndim - 1) + 1] = slice(r.start, r.stop, r.step)
+    return np.ascontiguousarray(x[tuple(index)])
+
+
+@kernel(OpKind.UNMAPPED)
+def unmapped_kernel(op: Op, xs: list[np.ndarray], params: dict[str, np.ndarray]) -> np.ndarray:
+    """Refuses: the op stands for a node accelsim does not model."""
+    raise AccelsimError(f"op '{op.name}' is a {op.attrs['source_op']} node, which accelsim "
+                        "does not model: the graph cannot be executed (it is listed in "
+                        "unsupported_ops)")

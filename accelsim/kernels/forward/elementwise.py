@@ -46,12 +46,37 @@ def align(x: np.ndarray, shape: Shape, rank: int) -> np.ndarray:
     return x.reshape(x.shape[0], *(1,) * (rank - len(shape)), *shape)
 
 
-@kernel(OpKind.ADD, OpKind.MUL)
+_BINARY = {OpKind.ADD: np.add, OpKind.MUL: np.multiply, OpKind.SUB: np.subtract,
+           OpKind.DIV: np.divide}
+
+
+@kernel(*_BINARY)
 def binary_kernel(op: Op, xs: list[np.ndarray], params: dict[str, np.ndarray]) -> np.ndarray:
     """a (N, *sa) op b (N, *sb) -> (N, *broadcast(sa, sb))."""
     rank = len(op.output_shape)
     a, b = (align(f32(x), s, rank) for x, s in zip(xs, op.input_shapes, strict=True))
-    return a + b if op.kind == OpKind.ADD else a * b
+    return _BINARY[op.kind](a, b)
+
+
+_CONST_FNS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+              "pow": np.power}
+
+
+@kernel(OpKind.CONST_BINARY)
+def const_binary_kernel(op: Op, xs: list[np.ndarray],
+                        params: dict[str, np.ndarray]) -> np.ndarray:
+    """x (N, *s) fn c, or c fn x when `reverse`; c the `scalar` attribute or the parameter
+    "const" (per-sample shape, broadcast) -> (N, *broadcast(s, const_shape))."""
+    a = op.attrs
+    rank = len(op.output_shape)
+    x = align(f32(xs[0]), op.input_shapes[0], rank)
+    if a["scalar"] is not None:
+        c = np.float32(a["scalar"])
+    else:
+        c = f32(params["const"])
+        c = c.reshape(1, *(1,) * (rank - c.ndim), *c.shape)
+    fn = _CONST_FNS[a["fn"]]
+    return (fn(c, x) if a["reverse"] else fn(x, c)).astype(np.float32, copy=False)
 
 
 def rope_tables(s: int, d: int, base: float) -> tuple[np.ndarray, np.ndarray]:
