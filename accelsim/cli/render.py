@@ -82,15 +82,32 @@ def _train_lines(r: dict[str, Any]) -> list[str]:
     stalls = ", ".join(f"{k} {v['fraction']:.1%}" for k, v in r["stalls"].items())
     util = ", ".join(f"{k} {v:.0%}" for k, v in r["utilization"].items())
     return [
-        f"  pipeline     {r['devices']} devices, {r['steps']} steps, {r['samples']:,} samples "
-        f"of {r['dataset']} from {r['storage']}, {r['run_time_s']:.2f} s simulated",
-        f"  AU           {r['accelerator_utilization']:.1%} "
-        f"({'meets' if r['meets_au_target'] else 'misses'} the {r['au_target']:.0%} target); "
-        f"stalls: {stalls}",
-        f"  utilization  {util}",
-        f"  all-reduce   {r['allreduce_time_s'] * 1e3:.2f} ms over {r['comm_link']}, "
-        f"communication/computation {r['comm_to_compute_ratio']:.2f}",
+        f"  pipeline     {r['devices']} device{'s' if r['devices'] != 1 else ''}, "
+        f"{r['steps']} steps, {r['samples']:,} samples of {r['dataset']} from "
+        f"{r['storage']}, {r['run_time_s']:.2f} s simulated",
+        f"  AU           {r['accelerator_utilization']:.1%} (MLPerf Storage: compute share of "
+        f"the steps after the first; {'meets' if r['meets_au_target'] else 'misses'} the "
+        f"{r['au_target']:.0%} target); stalls: {stalls}",
+        f"  utilization  busy share of the whole run: {util}",
+        _allreduce_line(r),
     ]
+
+
+def _allreduce_line(r: dict[str, Any]) -> str:
+    """What the gradient all-reduce cost, or that there is none (one device)."""
+    if r["comm_link"] is None:
+        return "  all-reduce   none (one device)"
+    every = "" if r["accumulate"] == 1 else f" once every {r['accumulate']} micro-steps"
+    if r["overlap_allreduce"]:
+        how = (f"{r['allreduce_buckets']} buckets of {r['bucket_bytes'] / 2**20:g} MiB overlapped "
+               f"with backward, which runs {r['comm_contention_share']:.0%} slower meanwhile")
+    else:
+        how = "one message after backward"
+    return (f"  all-reduce   {fmt_si(r['memory']['gradients_bytes'])}B of gradients{every} over "
+            f"{r['comm_link']} ({r['allreduce_algorithm']}, "
+            f"{r['comm_achievable_bandwidth_gb_s']:.0f} GB/s achievable), "
+            f"{r['allreduce_time_s'] * 1e3:.2f} ms as one message; {how}; "
+            f"communication/computation {r['comm_to_compute_ratio']:.2f}")
 
 
 def layer_lines(r: dict[str, Any], top: int | None) -> list[str]:

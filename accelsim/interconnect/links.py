@@ -19,6 +19,8 @@ transfer_rate_gt_s_per_lane            no       PCIe signalling rate (128b/130b 
 link_count                             no       NVLink links per GPU, ICI links per chip
 per_link_bandwidth_gb_s_per_direction  no       one link's bandwidth
 switch_count                           no       switch chips per node (NVSwitch)
+in_switch_reduction                    no       true: the switch reduces and multicasts (NVLink
+                                                SHARP), so NCCL's nvls all-reduce runs over it
 ====================================== ======== ===================================================
 
 plus `[sources]`: one entry per number (see `accelsim.schema`). Cross-field checks: lanes x
@@ -42,6 +44,7 @@ from accelsim.schema import (
     GB,
     count,
     find_profile,
+    flag,
     flagged_fields,
     fraction,
     non_negative,
@@ -70,6 +73,7 @@ FIELDS = (
     positive("per_link_bandwidth_gb_s_per_direction", GB, "per_link_bandwidth_bytes_per_s",
              required=False, span=BANDWIDTH),
     count("switch_count", required=False),
+    flag("in_switch_reduction", required=False),
 )
 
 
@@ -89,6 +93,7 @@ class Link:
     link_count: int | None = None
     per_link_bandwidth_bytes_per_s: float | None = None
     switch_count: int | None = None
+    in_switch_reduction: bool | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property

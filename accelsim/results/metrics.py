@@ -1,12 +1,17 @@
 """Training metrics as pure functions of the records DataFrame (`accelsim.sim.records`).
 
     run_s = run_time_s(df)
-    utilization(df, {"host_cpu": 120, "pcie": 8}, run_s)   # fraction busy per resource
+    util = utilization(df, {"pcie": "host_to_device", "nvswitch": "device_to_device"},
+                       {"host_cpu": 120, "host_to_device": 8, "accelerators": 8}, run_s)
     stalls(df, devices=8, run_time_s=run_s)                 # accelerator time lost, by cause
     accelerator_utilization(df)                             # MLPerf Storage AU
     energy_breakdown_j(df, ["pcie", "nvswitch", "network"], static_w=50.0, run_time_s=run_s,
                        devices=8)
     bottleneck(df, run_s, devices=8, utilization=util)      # ("io", "request latency ...")
+
+Two figures, labelled apart: `utilization` is the busy share of the whole run of each role
+in `ROLES`, every role present (0 when idle; "accelerators" is the mean over accelerators,
+first step included); `accelerator_utilization` is MLPerf Storage's AU (below).
 
 Accelerator utilisation, as MLPerf Storage defines it [MLPERF_STORAGE]: the time the
 accelerators spend computing over the time the benchmark runs; a submission is valid when it
@@ -34,6 +39,9 @@ STAGE_OF_RESIDENCE = {"batch_read": "io", "batch_prep": "prepare",
 # (steps after the first); below it, stalls are start-up jitter and compute is the limit.
 BOTTLENECK_STALL_SHARE = 0.01
 SATURATED = 0.9  # a resource busy this share of the run is taken as the limit
+# The roles of `utilization`, the same in every run whatever the system calls its links.
+ROLES = ("accelerators", "host_cpu", "host_to_device", "device_to_device", "storage",
+         "network", "page_cache")
 
 
 def run_time_s(df: pd.DataFrame) -> float:
@@ -51,18 +59,23 @@ def busy_s(df: pd.DataFrame) -> pd.Series:
     return work.groupby("resource")["duration_s"].sum()
 
 
-def utilization(df: pd.DataFrame, capacities: Mapping[str, int], run_time_s: float
-                ) -> dict[str, float]:
-    """Fraction of the run each resource was busy; a resource of `capacity` units (cores,
-    one link per accelerator) counts capacity x run time as fully busy."""
+def utilization(df: pd.DataFrame, roles: Mapping[str, str], capacities: Mapping[str, int],
+                run_time_s: float) -> dict[str, float]:
+    """Busy share of the run of every role in `ROLES` (0 when idle). `roles` maps a record's
+    resource to its role (accelerators by their "accel" prefix, unmapped resources by their
+    own name); a role of `capacity` units (cores, links, accelerators) counts capacity x run
+    time as fully busy."""
+    out = dict.fromkeys(ROLES, 0.0)
     if run_time_s <= 0:
-        return {}
-    out = {}
+        return out
     for res, secs in busy_s(df).items():
-        if res == "dram":
+        name = str(res)
+        if name == "dram":
             continue  # NB: DRAM traffic records carry bytes and energy, not busy time.
-        out[str(res)] = float(secs) / (capacities.get(str(res), 1) * run_time_s)
-    return dict(sorted(out.items()))
+        role = "accelerators" if name.startswith("accel") else roles.get(name, name)
+        if role in out:
+            out[role] += float(secs) / (capacities.get(role, 1) * run_time_s)
+    return out
 
 
 def stalls(df: pd.DataFrame, devices: int, run_time_s: float) -> dict[str, dict[str, float]]:
@@ -121,8 +134,7 @@ def energy_breakdown_j(df: pd.DataFrame, link_resources: Iterable[str], static_w
 
 
 def bottleneck(df: pd.DataFrame, run_time_s: float, devices: int,
-               utilization: Mapping[str, float], names: Mapping[str, str] | None = None
-               ) -> tuple[str, str]:
+               utilization: Mapping[str, float]) -> tuple[str, str]:
     """(stage, why), judged on the steps after the first (the pipeline filling):
 
     - "compute" when no stall costs the accelerators more than `BOTTLENECK_STALL_SHARE`;
@@ -130,8 +142,9 @@ def bottleneck(df: pd.DataFrame, run_time_s: float, devices: int,
     - else the loader stage ("io", "prepare", "transfer") where batches spent the longest
       waiting for and in service: a queue builds in front of the slowest stage, and the
       stages around it run idle, while the accelerator's own waits are split along the
-      pipeline (`stalls`) and so name the last stage as often as the slow one."""
-    names = names or {}
+      pipeline (`stalls`) and so name the last stage as often as the slow one.
+
+    `utilization` is keyed by role (`ROLES`)."""
     later = df[df["step"] > df["step"].min()] if (df["step"] >= 0).any() else df
     lost = later[later["kind"].isin(STALL_KINDS)].groupby("kind")["duration_s"].sum()
     total = devices * run_time_s
@@ -145,7 +158,7 @@ def bottleneck(df: pd.DataFrame, run_time_s: float, devices: int,
     stage = STAGE_OF_RESIDENCE[str(resid.idxmax())] if not resid.empty else "io"
 
     def util(role: str) -> float:
-        return utilization.get(names.get(role, role), 0.0)
+        return utilization.get(role, 0.0)
 
     if stage == "io":
         if util("network") >= SATURATED:

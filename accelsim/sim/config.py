@@ -9,6 +9,11 @@
 validation (the Ciw pattern), returning a `TrainPlan` the SimPy model reads. Both are frozen
 and picklable, so sweeps can ship them to worker processes.
 
+Data parallelism: `allreduce` is ring, tree, nvls (switches that reduce in-network) or auto;
+overlapped, gradients are all-reduced in buckets of `bucket_mb` MiB as backward makes them
+(PyTorch DDP), else in one message after backward; `accumulate` micro-steps share one
+all-reduce and one optimizer step (each simulated step is a micro-step).
+
 Per-accelerator knobs: `io_threads` and `prep_workers` are per accelerator, as a PyTorch
 DataLoader's `num_workers` is per rank and DLIO's `read_threads` per accelerator; they share
 the host's storage and cores.
@@ -21,7 +26,9 @@ from typing import Any
 
 from accelsim.devices.estimate import SOFTWARE
 from accelsim.errors import AccelsimError
+from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB
 from accelsim.interconnect.collectives import ALGORITHMS
+from accelsim.interconnect.nccl import AUTO, check_algorithm
 from accelsim.sim.system import GDS_STORAGE_KINDS, System
 from accelsim.storage.datasets import Dataset, load_dataset
 from accelsim.storage.media import StorageMedium, load_storage
@@ -52,6 +59,8 @@ class TrainConfig:
     pinned_memory: bool = True
     allreduce: str = "ring"
     overlap_allreduce: bool = True
+    bucket_mb: float = DEFAULT_BUCKET_MIB  # MiB, as DDP's bucket_cap_mb
+    accumulate: int = 1  # micro-steps per all-reduce and optimizer step
     steps: int | None = None
     epochs: int | None = None
     seed: int = 0
@@ -77,6 +86,8 @@ class TrainPlan:
     pinned_memory: bool
     allreduce: str
     overlap_allreduce: bool
+    bucket_mb: float
+    accumulate: int
     steps: int | None
     epochs: int
     seed: int
@@ -154,8 +165,18 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
     gpudirect = _flag("gpudirect", pipe.gpudirect if cfg.gpudirect is None else cfg.gpudirect)
     pinned = _flag("pinned_memory", cfg.pinned_memory)
     overlap = _flag("overlap_allreduce", cfg.overlap_allreduce)
-    if cfg.allreduce not in ALGORITHMS:
-        raise _bad("allreduce", cfg.allreduce, f"choose one of {', '.join(ALGORITHMS)}")
+    if cfg.allreduce not in (*ALGORITHMS, AUTO):
+        raise _bad("allreduce", cfg.allreduce, f"choose one of {', '.join((*ALGORITHMS, AUTO))}")
+    if sysm.device_to_device is not None and devices > 1:
+        try:
+            check_algorithm("allreduce", cfg.allreduce, sysm.device_to_device)
+        except AccelsimError as err:
+            raise _bad("allreduce", cfg.allreduce, str(err)) from None
+    bucket_mb = cfg.bucket_mb
+    if (isinstance(bucket_mb, bool) or not isinstance(bucket_mb, int | float)
+            or not 0 < bucket_mb < float("inf")):
+        raise _bad("bucket_mb", bucket_mb, "expected a bucket size in MiB, > 0")
+    accumulate = _whole("accumulate", cfg.accumulate, 1)
     if cfg.software not in SOFTWARE:
         raise _bad("software", cfg.software, f"choose one of {', '.join(SOFTWARE)}")
     if cfg.steps is not None and cfg.epochs is not None:
@@ -191,7 +212,8 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
         device_profile=_load_profile(sysm, cfg.device_profile), devices=devices,
         batch_size=sc.batch_size, io_threads=io_threads, prep_workers=prep_workers,
         prefetch_batches=prefetch, gpudirect=gpudirect, pinned_memory=pinned,
-        allreduce=cfg.allreduce, overlap_allreduce=overlap, steps=steps, epochs=epochs,
+        allreduce=cfg.allreduce, overlap_allreduce=overlap, bucket_mb=float(bucket_mb),
+        accumulate=accumulate, steps=steps, epochs=epochs,
         seed=seed, software=cfg.software, max_events=_whole("max_events", cfg.max_events, 1))
     if not gpudirect and plan.prep_cores < 1:
         raise _bad("devices", devices, f"host has {sysm.host.cores} cores and the framework "

@@ -57,6 +57,9 @@ class Knob:
 # NB: about 15 s and 1 GB of records on one core; a full ImageNet epoch on 8 GPUs is ~200,000.
 DEFAULT_MAX_EVENTS = 2_000_000
 MAX_MAX_EVENTS = 200_000_000  # the most a user may opt into (tens of GB of records)
+# NB: a bucket under ~1 kB is launch latency only; over 1 TiB, every model is one bucket.
+MIN_BUCKET_MIB = 0.001
+MAX_BUCKET_MIB = 2.0**20
 
 
 _KNOBS = (
@@ -93,6 +96,12 @@ _KNOBS = (
          "gradient all-reduce algorithm: ring or tree"),
     Knob("overlap_allreduce", "train", "overlap_allreduce", bool, TRAIN,
          "overlap the all-reduce with backward"),
+    Knob("bucket_mb", "train", "bucket_mb", float, TRAIN,
+         "gradient bucket of the overlapped all-reduce, MiB (DDP's bucket_cap_mb, default 25)",
+         low=MIN_BUCKET_MIB, high=MAX_BUCKET_MIB),
+    Knob("accumulate", "train", "accumulate", int, TRAIN,
+         "micro-steps per all-reduce and optimizer step (gradient accumulation)", low=1,
+         high=MAX_STEPS),
     Knob("steps", "train", "steps", int, TRAIN, "training steps", low=1, high=MAX_STEPS),
     Knob("epochs", "train", "epochs", int, TRAIN, "whole epochs", low=1, high=MAX_EPOCHS),
     Knob("rate", "serve", "rate_per_s", float, SERVE, "Poisson arrivals per second",

@@ -6,9 +6,16 @@
     res["stalls"], res.to_dict()     # JSON-ready; res.records is the DataFrame
 
 Steps: validate the config (`accelsim.sim.config`), cost one training step per accelerator
-batch size with the device cost model, time the all-reduce (`accelsim.interconnect.
-collectives`), plan the reads (`accelsim.sim.readplan`), run the SimPy model
-(`accelsim.sim.train`) and reduce its records to metrics (`accelsim.results.metrics`).
+batch size with the device cost model, cut the gradients into buckets in backward order and
+time each bucket's all-reduce (`accelsim.interconnect.buckets`, `accelsim.interconnect.nccl`),
+plan the reads (`accelsim.sim.readplan`), run the SimPy model (`accelsim.sim.train`) and
+reduce its records to metrics (`accelsim.results.metrics`).
+
+Schema: every run has the same keys. `utilization` is the busy share of the whole run of each
+role (`metrics.ROLES`, 0 when idle); `accelerator_utilization` is MLPerf Storage's AU (compute
+share of the steps after the first), a different figure. Without an all-reduce (one device)
+the communication fields are null or 0, and a figure whose input is unknown is named in
+`notes`.
 """
 
 from __future__ import annotations
@@ -16,15 +23,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from accelsim.devices.estimate import DeviceEstimate, estimate, power_limits_w
 from accelsim.devices.invariants import check_training
 from accelsim.errors import AccelsimError
-from accelsim.interconnect.collectives import (
-    allreduce_wire_bytes,
-    is_scale_up,
-    link_allreduce_time_s,
+from accelsim.interconnect.buckets import MIB, bucket_count, gradient_buckets
+from accelsim.interconnect.collectives import is_scale_up
+from accelsim.interconnect.links import Link
+from accelsim.interconnect.nccl import (
+    achievable,
+    collective_time_s,
+    collective_wire_bytes,
+    contention_share,
 )
 from accelsim.results import metrics
 from accelsim.sim.config import TrainConfig, TrainPlan, resolve_config
@@ -51,12 +63,19 @@ class TrainResult:
     throughput_samples_per_s: float
     step_time_s: float  # mean over steps after the first
     compute_time_per_step_s: float  # forward + backward + optimizer at the full batch
-    allreduce_time_s: float  # one all-reduce, closed form
+    allreduce_time_s: float  # all gradients in one message, closed form (0: no all-reduce)
     allreduce_algorithm: str
-    comm_link: str | None
+    comm_link: str | None  # None: one device, no all-reduce
     comm_scale_up: bool | None
-    comm_to_compute_ratio: float
-    utilization: dict[str, float]
+    comm_to_compute_ratio: float  # one all-reduce over the compute of the steps it serves
+    overlap_allreduce: bool  # bucketed during backward, else one message after it
+    accumulate: int  # micro-steps per all-reduce and optimizer step
+    allreduce_buckets: int  # all-reduces per accumulation group (0: none)
+    bucket_bytes: float  # bucket size asked for
+    comm_achievable_bandwidth_gb_s: float | None  # per device, what the collectives reach
+    comm_contention_share: float  # share of backward speed lost while a collective runs
+    comm_contention_s: float  # accelerator time backward lost to it, all devices
+    utilization: dict[str, float]  # busy share of the whole run per role (metrics.ROLES)
     stalls: dict[str, dict[str, float]]
     accelerator_utilization: float
     au_target: float
@@ -90,11 +109,64 @@ def _estimate(plan: TrainPlan, batch: int) -> DeviceEstimate:
                             f"(class {plan.device_profile.device_class}): {err}") from None
 
 
-def _phase_cost(est: DeviceEstimate) -> PhaseCost:
+def _phase_cost(est: DeviceEstimate, comm: _Comm | None = None) -> PhaseCost:
+    """Phase times and energies of one step; with `comm`, when each gradient bucket is ready
+    and the share of backward speed a running all-reduce takes."""
     energy = est.layers.groupby("phase")["energy_j"].sum()
     t = {p: est.phase_time_s(p) for p in PHASES}
+    ready: tuple[float, ...] = ()
+    share = 0.0
+    if comm is not None:
+        bwd = est.layers[est.layers["phase"] == "backward"].sort_values("op_index",
+                                                                         ascending=False)
+        ready = gradient_buckets(*_gradient_stream(bwd, comm), comm.bucket_bytes).ready_s
+        share, notes = contention_share(comm.profile, comm.link, bwd)
+        comm.notes.update(notes)
     return PhaseCost(t["forward"], t["backward"], t["optimizer"],
-                     *(float(energy.get(p, 0.0)) for p in PHASES))
+                     *(float(energy.get(p, 0.0)) for p in PHASES), ready, share)
+
+
+@dataclass
+class _Comm:
+    """What costing the all-reduce of one run needs."""
+
+    link: Link
+    profile: Any
+    params: dict[str, int]  # parameters per op name
+    grad_bytes: float
+    bucket_bytes: float
+    notes: set[str] = field(default_factory=set)
+
+
+def _gradient_stream(bwd: pd.DataFrame, comm: _Comm) -> tuple[np.ndarray, np.ndarray]:
+    """Backward rows in the order they run (last layer first): each row's time and the
+    gradient bytes it makes ready when it ends."""
+    total_params = sum(comm.params.values())
+    per_param = comm.grad_bytes / total_params if total_params else 0.0
+    made = bwd["name"].map(comm.params).fillna(0).to_numpy(dtype=float) * per_param
+    times = bwd["time_s"].to_numpy(dtype=float)
+    rest = comm.grad_bytes - float(made.sum())
+    if rest > comm.grad_bytes * 1e-9:
+        # NB: parameters of ops without a backward row are ready when backward ends.
+        made, times = np.append(made, rest), np.append(times, 0.0)
+    return times, made
+
+
+def _comm_costs(plan: TrainPlan, comm: _Comm | None, compute: dict[int, PhaseCost],
+                core_w: float, dram_j: float) -> StepCosts:
+    """The all-reduce of the run: per bucket, and of all gradients in one message."""
+    if comm is None:
+        return StepCosts(compute, 0.0, 0.0, core_w, dram_j)
+    n, algo = plan.devices, plan.allreduce
+    whole_s, whole_algo = collective_time_s("allreduce", algo, n, comm.grad_bytes, comm.link)
+    sizes = gradient_buckets(np.array([0.0]), np.array([comm.grad_bytes]),
+                             comm.bucket_bytes).bytes
+    timed = [collective_time_s("allreduce", algo, n, b, comm.link) for b in sizes]
+    return StepCosts(
+        compute, whole_s, collective_wire_bytes("allreduce", whole_algo, n, comm.grad_bytes),
+        core_w, dram_j, sizes, tuple(t for t, _ in timed),
+        tuple(collective_wire_bytes("allreduce", a, n, b) for b, (_, a) in zip(
+            sizes, timed, strict=True)), tuple(a for _, a in timed), whole_algo)
 
 
 def _host_rates(plan: TrainPlan, notes: list[str]) -> tuple[float, float]:
@@ -137,20 +209,26 @@ def simulate_training(config: TrainConfig) -> TrainResult:
             f"'{plan.scenario.model}' at batch {plan.batch_size} ({plan.scenario.precision}, "
             f"training) needs {mem['required_bytes'] / 1e9:.3g} GB on "
             f"'{plan.device_profile.name}', which has {mem['capacity_bytes'] / 1e9:.3g} GB")
-    compute = {plan.batch_size: _phase_cost(full), 0: PhaseCost()}
-    for b in {int(x) for x in reads.batch_samples().ravel()} - set(compute):
-        compute[b] = _phase_cost(_estimate(plan, b))
-
     d2d = plan.system.device_to_device if plan.devices > 1 else None
-    grad_bytes = float(mem["gradients_bytes"])
-    # NB: gradients are reduced in one piece (no bucketing), in fp32 under mixed precision.
-    comm_s = (link_allreduce_time_s(plan.allreduce, plan.devices, grad_bytes, d2d)
-              if d2d is not None else 0.0)
+    comm = None
+    if d2d is not None:
+        graph = plan.scenario.graph()
+        # NB: gradients are all-reduced in the width memory_need gives them (fp32 under AMP).
+        comm = _Comm(d2d, plan.device_profile, {op.name: op.params for op in graph.ops},
+                     float(mem["gradients_bytes"]), plan.bucket_mb * MIB)
+        _check_events(plan, reads.steps, bucket_count(comm.grad_bytes, comm.bucket_bytes))
+    compute = {plan.batch_size: _phase_cost(full, comm), 0: PhaseCost()}
+    for b in {int(x) for x in reads.batch_samples().ravel()} - set(compute):
+        compute[b] = _phase_cost(_estimate(plan, b), comm)
     core_w, dram_j = _host_rates(plan, notes)
-    costs = StepCosts(compute, comm_s, allreduce_wire_bytes(plan.allreduce, plan.devices,
-                                                            grad_bytes), core_w, dram_j)
-    df = TrainModel(plan, reads, costs).run().frame()
-    res = _result(plan, df, costs, d2d, notes)
+    costs = _comm_costs(plan, comm, compute, core_w, dram_j)
+    if comm is not None:
+        notes += sorted(comm.notes)
+        if not achievable(d2d).known:
+            notes.append(f"collective bandwidth: {achievable(d2d).basis}")
+    model = TrainModel(plan, reads, costs)
+    df = model.run().frame()
+    res = _result(plan, df, costs, d2d, notes, model.contention_s)
     try:
         tdp_w, static_w = power_limits_w(plan.device_profile)
     except (AttributeError, ImportError):  # a profile without power figures: nothing to bound
@@ -164,27 +242,54 @@ def simulate_training(config: TrainConfig) -> TrainResult:
     return res
 
 
-def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Any,
-            notes: list[str]) -> TrainResult:
+def _check_events(plan: TrainPlan, steps: int, buckets: int) -> None:
+    """Refuse a run whose buckets push it over `max_events` (one record per bucket)."""
+    if not plan.overlap_allreduce or buckets <= 1:
+        return
+    groups = -(-steps // plan.accumulate)
+    total = plan.estimated_events + (buckets - 1) * groups
+    if total > plan.max_events:
+        raise AccelsimError(
+            f"training config: 'bucket_mb' = {plan.bucket_mb:g}: {buckets:,} "
+            f"buckets per all-reduce make about {total:,} events, over the limit of "
+            f"{plan.max_events:,}: use larger buckets, or raise max_events (--max-events)")
+
+
+def _link_notes(plan: TrainPlan, d2d: Link | None) -> list[str]:
+    """A note per link the run uses whose energy per bit is unknown (costed at 0 J)."""
+    s = plan.system
+    used = [s.host_to_device, d2d, s.network if s.storage.over_network else None]
+    return [f"link '{link.name}' has no energy figure: its transfers are costed at 0 J"
+            for link in dict.fromkeys(u for u in used if u is not None)
+            if link.energy_j_per_bit is None]
+
+
+def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Link | None,
+            notes: list[str], contention_s: float) -> TrainResult:
     names = resource_names(plan)
     run_s = metrics.run_time_s(df)
-    caps = {names["host_cpu"]: max(plan.prep_cores, 1), names["h2d"]: plan.devices}
-    util = metrics.utilization(df, caps, run_s)
+    roles = {names["h2d"]: "host_to_device", names["d2d"]: "device_to_device"}
+    caps = {"host_cpu": max(plan.prep_cores, 1), "host_to_device": plan.devices,
+            "accelerators": plan.devices}
+    util = metrics.utilization(df, roles, caps, run_s)
     au = metrics.accelerator_utilization(df)
-    stage, why = metrics.bottleneck(df, run_s, plan.devices, util, names)
+    stage, why = metrics.bottleneck(df, run_s, plan.devices, util)
     samples = int(df.loc[(df["kind"] == "compute") & (df["detail"] == "forward"),
                          "samples"].sum())
     ends = df[df["kind"] == "compute"].groupby("step")["end_s"].max().sort_index()
     step_s = float(ends.diff().iloc[1:].mean()) if len(ends) > 1 else run_s
     c = costs.compute[plan.batch_size]
     compute_s = c.forward_s + c.backward_s + c.optimizer_s
+    group_s = plan.accumulate * (c.forward_s + c.backward_s) + c.optimizer_s
     energy = metrics.energy_breakdown_j(
         df, [names["h2d"], names["d2d"], names["network"]], _static_w(plan, notes), run_s,
         plan.devices)
+    notes += _link_notes(plan, d2d)
     notes.append("storage media draw no modelled energy (no power figure in the profiles)")
     if plan.gpudirect:
         notes.append("GPUDirect Storage: decode and augment run on the accelerator and are "
                      "not costed")
+    buckets = (len(costs.bucket_bytes) if plan.overlap_allreduce else 1) if d2d else 0
     return TrainResult(
         scenario=plan.scenario.name, system=plan.system.name,
         device=plan.device_profile.name, devices=plan.devices, dataset=plan.dataset.name,
@@ -192,9 +297,17 @@ def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Any,
         steps=int(df["step"].max()) + 1, samples=samples, run_time_s=run_s,
         throughput_samples_per_s=samples / run_s if run_s > 0 else 0.0, step_time_s=step_s,
         compute_time_per_step_s=compute_s, allreduce_time_s=costs.allreduce_s,
-        allreduce_algorithm=plan.allreduce, comm_link=d2d.name if d2d is not None else None,
+        allreduce_algorithm=costs.allreduce_algorithm if d2d else plan.allreduce,
+        comm_link=d2d.name if d2d is not None else None,
         comm_scale_up=is_scale_up(d2d) if d2d is not None else None,
-        comm_to_compute_ratio=costs.allreduce_s / compute_s if compute_s > 0 else 0.0,
+        comm_to_compute_ratio=costs.allreduce_s / group_s if group_s > 0 else 0.0,
+        overlap_allreduce=plan.overlap_allreduce, accumulate=plan.accumulate,
+        allreduce_buckets=buckets,
+        bucket_bytes=plan.bucket_mb * MIB,
+        comm_achievable_bandwidth_gb_s=(achievable(d2d).bandwidth_bytes_per_s / 1e9
+                                        if d2d is not None else None),
+        comm_contention_share=c.contention_share if d2d else 0.0,
+        comm_contention_s=contention_s,
         utilization=util, stalls=metrics.stalls(df, plan.devices, run_s),
         accelerator_utilization=au, au_target=metrics.AU_TARGET,
         meets_au_target=au >= metrics.AU_TARGET, energy_breakdown_j=energy, bottleneck=stage,

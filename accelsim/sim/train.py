@@ -17,50 +17,32 @@ Contention in SimPy's own terms:
   starts and gives it back when its training step ends, so N batches load while one trains;
   with N = 0 the stages run one after another.
 
-Each accelerator trains its batch (forward, backward), joins the gradient all-reduce (started
-when the last device is ready: at backward start if overlapped, else at backward end), then
-runs the optimizer. Time waiting for a batch is a stall, split by where the batch was while
-the accelerator waited (still reading: fetch; being prepared: prep; being copied: transfer);
-time waiting for the all-reduce is a communication stall. Records: `accelsim.sim.records`.
+Each accelerator trains its batch (forward, backward). On the last micro-step of an
+accumulation group the gradients are all-reduced over the device-to-device fabric (one
+`Resource`): overlapped, bucket by bucket (`accelsim.interconnect.buckets`), each bucket
+starting once every device has made its last gradient and the bucket before it is done, while
+backward goes on at the speed the running collective leaves it (its share of SMs and memory
+bandwidth); not overlapped, as one message once every device has finished backward. Then the
+optimizer runs. Time waiting for a batch is a stall, split by where the batch was while the
+accelerator waited (still reading: fetch; being prepared: prep; being copied: transfer); time
+waiting for the all-reduce after backward is a communication stall. Records:
+`accelsim.sim.records` (one "allreduce" record per bucket).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
-from dataclasses import dataclass
+from collections.abc import Generator
 from typing import Any
 
 import numpy as np
 import simpy
 
+from accelsim.interconnect.buckets import advance
 from accelsim.interconnect.links import BITS_PER_BYTE, Link
 from accelsim.sim.config import TrainPlan
+from accelsim.sim.costs import PhaseCost, StepCosts
 from accelsim.sim.readplan import ReadPlan
 from accelsim.sim.records import RESIDENCE_KINDS, Recorder
-
-
-@dataclass(frozen=True)
-class PhaseCost:
-    """One accelerator's training step at one batch size, from the device cost model."""
-
-    forward_s: float = 0.0
-    backward_s: float = 0.0
-    optimizer_s: float = 0.0
-    forward_j: float = 0.0
-    backward_j: float = 0.0
-    optimizer_j: float = 0.0
-
-
-@dataclass(frozen=True)
-class StepCosts:
-    """Everything the SimPy model needs beyond the plan: per-batch-size compute, the
-    all-reduce, and the energy rates of the host."""
-
-    compute: Mapping[int, PhaseCost]  # by per-accelerator batch size
-    allreduce_s: float
-    allreduce_wire_bytes: float
-    core_power_w: float  # one busy host core
-    dram_j_per_byte: float
 
 
 def resource_names(plan: TrainPlan) -> dict[str, str]:
@@ -125,8 +107,11 @@ class TrainModel:
         self.prep_done = self.read_done if plan.gpudirect else np.zeros((n, steps))
         self.ready_at = self.read_done if plan.gpudirect else np.zeros((n, steps))
         self.batch_samples = reads.batch_samples()
-        self._arrivals: dict[int, list[float]] = {}
+        self._arrivals: dict[int, list[tuple[int, float, PhaseCost]]] = {}
         self._comm_done: dict[int, simpy.Event] = {}
+        self._cursors: dict[int, dict[int, list[float]]] = {}  # step -> device -> progress
+        self._busy: dict[int, list[tuple[float, float]]] = {}  # step -> collective intervals
+        self.contention_s = 0.0  # accelerator time backward lost to running collectives
         # NB: a pageable copy is staged by one core at its share of the host DRAM bandwidth.
         self.copy_bw = s.host.dram_bandwidth_bytes_per_s / s.host.cores
 
@@ -294,28 +279,76 @@ class TrainModel:
             ev = self._comm_done[g] = self.env.event()
         return ev
 
-    def _arrive(self, g: int, at_s: float) -> None:
-        """A device will be ready for step g's all-reduce at `at_s`; the last one starts it."""
-        count_at = self._arrivals.setdefault(g, [0, 0.0])
-        count_at[0] += 1
-        count_at[1] = max(count_at[1], at_s)
-        if count_at[0] == self.plan.devices:
-            del self._arrivals[g]
-            self.env.process(self._allreduce(g, count_at[1]))
+    def _syncs(self, g: int) -> bool:
+        """Micro-step g ends an accumulation group: all-reduce, then the optimizer."""
+        return (g + 1) % self.plan.accumulate == 0 or g == self.reads.steps - 1
 
-    def _allreduce(self, g: int, start_s: float) -> Generator[Any, Any, None]:
-        env = self.env
-        if start_s > env.now:
-            yield env.timeout(start_s - env.now)
+    def _arrive(self, g: int, d: int, backward_s: float, c: PhaseCost) -> None:
+        """Device d starts step g's backward at `backward_s`; the last to arrive starts the
+        step's all-reduce."""
+        arrivals = self._arrivals.setdefault(g, [])
+        arrivals.append((d, backward_s, c))
+        if len(arrivals) == self.plan.devices:
+            del self._arrivals[g]
+            self.env.process(self._allreduce(g, arrivals))
+
+    def _allreduce(self, g: int, arrivals: list[tuple[int, float, PhaseCost]]
+                   ) -> Generator[Any, Any, None]:
+        env, costs, rec = self.env, self.costs, self.recorder
+        busy: list[tuple[float, float]] = []
+        cursors = {d: [b, 0.0, 0] for d, b, _ in arrivals}  # time, work done, busy index
+        self._busy[g], self._cursors[g] = busy, cursors
+        if self.plan.overlap_allreduce:
+            k = len(costs.bucket_bytes)
+            parts = [(f"bucket {i + 1}/{k}, {costs.bucket_bytes[i] / 1e6:.3g} MB, "
+                      f"{costs.bucket_algorithm[i]}", costs.bucket_time_s[i],
+                      costs.bucket_wire_bytes[i], i) for i in range(k)]
+        else:
+            parts = [(f"all gradients, one message, {costs.allreduce_algorithm}",
+                      costs.allreduce_s, costs.allreduce_wire_bytes, -1)]
+        link = self.plan.system.device_to_device
         with self.d2d.request() as req:
             yield req
-            t0 = env.now
-            yield env.timeout(self.costs.allreduce_s)
-            wire = self.costs.allreduce_wire_bytes
-            self.recorder.add(self.names["d2d"], "allreduce", t0, env.now, g, -1, 0, wire,
-                              _link_j(self.plan.system.device_to_device, wire),
-                              self.plan.allreduce)
+            for detail, dur_s, wire, i in parts:
+                # The bucket starts when its last gradient is ready on every device (each
+                # slowed by the collectives running so far).
+                ready = max(advance(cursors[d], c.ready_s(i) if i >= 0 else c.backward_s,
+                                    busy, c.contention_share if i >= 0 else 0.0)
+                            for d, _, c in arrivals)
+                if ready > env.now:
+                    yield env.timeout(ready - env.now)
+                t0 = env.now
+                yield env.timeout(dur_s)
+                busy.append((t0, env.now))
+                rec.add(self.names["d2d"], "allreduce", t0, env.now, g, -1, 0, wire,
+                        _link_j(link, wire), detail)
         self._comm_event(g).succeed()
+
+    def _compute(self, d: int, g: int, c: PhaseCost, samples: int
+                 ) -> Generator[Any, Any, None]:
+        """Forward and backward of device d's step g, with the all-reduce if the step syncs."""
+        env, rec, name = self.env, self.recorder, f"accel{d}"
+        t0 = env.now
+        b0 = t0 + c.forward_s
+        comm = self.plan.devices > 1 and self._syncs(g)
+        if comm:
+            self._arrive(g, d, b0, c)
+            yield self._comm_event(g)
+            share = c.contention_share if self.plan.overlap_allreduce else 0.0
+            b1 = advance(self._cursors[g].pop(d), c.backward_s, self._busy[g], share)
+            if not self._cursors[g]:
+                del self._cursors[g], self._busy[g], self._comm_done[g]
+            self.contention_s += b1 - b0 - c.backward_s
+            t_comm = env.now
+            if b1 > env.now:
+                yield env.timeout(b1 - env.now)
+        else:
+            yield env.timeout(c.forward_s + c.backward_s)
+            b1 = t_comm = env.now
+        rec.add(name, "compute", t0, b0, g, d, samples, 0.0, c.forward_j, "forward")
+        rec.add(name, "compute", b0, b1, g, d, samples, 0.0, c.backward_j, "backward")
+        if comm and t_comm > b1:
+            rec.add(name, "stall_comm", b1, t_comm, g, d)
 
     def _residence(self, d: int, g: int) -> None:
         """Where batch g of device d spent its time before it was ready: waiting for and in
@@ -336,8 +369,7 @@ class TrainModel:
                 self.recorder.add(f"accel{d}", kind, a, b, g, d)
 
     def _trainer(self, d: int) -> Generator[Any, Any, None]:
-        env, rec, plan = self.env, self.recorder, self.plan
-        name, n = f"accel{d}", plan.devices
+        env, rec, name = self.env, self.recorder, f"accel{d}"
         for g in range(self.reads.steps):
             t_wait = env.now
             yield self.ready_ev[d][g]
@@ -346,20 +378,10 @@ class TrainModel:
                 self._stall(d, g, t_wait, env.now)
             samples = int(self.batch_samples[g, d])
             c = self.costs.compute[samples]
-            t0 = env.now
-            if n > 1:
-                self._arrive(g, t0 + c.forward_s + (0.0 if plan.overlap_allreduce
-                                                    else c.backward_s))
-            yield env.timeout(c.forward_s + c.backward_s)
-            rec.add(name, "compute", t0, t0 + c.forward_s, g, d, samples, 0.0, c.forward_j,
-                    "forward")
-            rec.add(name, "compute", t0 + c.forward_s, env.now, g, d, samples, 0.0,
-                    c.backward_j, "backward")
-            if n > 1:
-                t_bwd_end = env.now
-                yield self._comm_event(g)
-                if env.now > t_bwd_end:
-                    rec.add(name, "stall_comm", t_bwd_end, env.now, g, d)
+            yield from self._compute(d, g, c, samples)
+            if not self._syncs(g):
+                self.window[d].put(1)
+                continue
             t1 = env.now
             yield env.timeout(c.optimizer_s)
             rec.add(name, "compute", t1, env.now, g, d, samples, 0.0, c.optimizer_j,
