@@ -25,6 +25,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
+from accelsim.devices.mapping import producer_rows
 from accelsim.plots.style import new_figure
 
 TERA = 1e12  # the y axis is in TFLOP/s (TOP/s)
@@ -35,26 +36,12 @@ POINT_COLUMNS = ("name", "op", "phase", "flops", "dram_bytes", "time_s", "bound"
 
 def _producers(layers: pd.DataFrame) -> np.ndarray:
     """Row index of the kernel each row's work ran in: its own, or for a row the device fused
-    (`unit` "fused") its producer's: the kernel before it in the forward phase, the one after
-    it in the backward phase (which runs in reverse), as `accelsim.devices.mapping.fused_rows`
-    decides. NB: table order stands in for graph edges, as there."""
-    n = len(layers)
-    group = np.arange(n)
+    (`unit` "fused") its producer's, as `accelsim.devices.mapping.producer_rows` decides."""
     if "unit" not in layers:
-        return group
-    fused = (layers["unit"] == "fused").to_numpy()
-    kernel = ((layers["flops"] > 0) | (layers["bytes"] > 0)).to_numpy()
-    phase = layers["phase"].to_numpy()
-    for ph, step in (("forward", 1), ("backward", -1)):
-        producer = None
-        for r in np.flatnonzero(phase == ph)[::step]:
-            if not kernel[r]:
-                continue
-            if not fused[r]:
-                producer = r
-            elif producer is not None:
-                group[r] = producer
-    return group
+        return np.arange(len(layers))
+    work = pd.DataFrame({"phase": layers["phase"], "flops": layers["flops"],
+                         "read_bytes": layers["bytes"], "write_bytes": 0.0})
+    return producer_rows(work, (layers["unit"] == "fused").to_numpy())
 
 
 def roofline_points(layers: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
