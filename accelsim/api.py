@@ -90,9 +90,10 @@ class Result:
                 f"on {s['device']}: {what}>")
 
 
-def simulate(workload: str | Scenario, hw: str, **knobs: Any) -> Result:
+def simulate(workload: str | Scenario, hw: str, execute: bool = False, **knobs: Any) -> Result:
     """Simulate `workload` (zoo model, scenario name, .toml path or `Scenario`) on `hw` (a
-    system or device profile name, or a .toml path), with knobs as keywords.
+    system or device profile name, or a .toml path), with knobs as keywords. `execute`
+    (inference): also run the kernels, as `simulate --execute` (`accelsim.sim.execution`).
 
     >>> r = simulate("resnet50-train", hw="dgx-a100", steps=20, prep_workers=4)
     >>> r.record["devices"], 0 < r.record["accelerator_utilization"] <= 1
@@ -100,7 +101,12 @@ def simulate(workload: str | Scenario, hw: str, **knobs: Any) -> Result:
     >>> simulate("llama2_7b", hw="t4", batch=8).fits
     False
     """
-    res = run_simulation(make_config(workload, hw, **knobs))
+    cfg = make_config(workload, hw, **knobs)
+    if execute:
+        from dataclasses import replace
+
+        cfg = replace(cfg, execute=True)
+    res = run_simulation(cfg)
     return Result(res.record, res.records)
 
 

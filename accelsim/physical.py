@@ -80,6 +80,7 @@ LENGTH = Span(1e-11, 1e-3, "m")  # process nodes: 0.01 nm to 1 mm
 MAX_COUNT = 1 << 24  # any count in a data file without a ceiling of its own (cores, LUTs, ...)
 MAX_BATCH = 1 << 20
 MAX_DEVICES = 1 << 16
+MAX_NODES = 1 << 14  # nodes of a multi-node run (the largest clusters have ~10^4)
 MAX_THREADS = 1 << 14  # threads, workers, cores, storage devices, NICs, prefetch depth
 MAX_STEPS = 10_000_000
 MAX_EPOCHS = 10_000

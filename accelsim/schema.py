@@ -24,6 +24,8 @@ Source vocabulary (the first word tells how far to trust the figure):
 ``[TAG] ...`` a tag of `shared/reference/hardware_specs.csv`; ``datasheet: ...`` a primary
 document read for this file; ``derived: ...`` computed from cited inputs, formula shown;
 ``defined: ...`` a choice made by this profile (a synthetic dataset, a system's make-up);
+``fitted: ...`` fitted to measurements by the named script, on the named rows;
+``measured: ...`` measured on the named host and date (`accelsim calibrate`);
 ``proxy: ...`` a cited figure for a neighbouring thing standing in for this one;
 ``unverified: ...`` a datasheet figure recalled but not re-read; ``assumed: ...`` a
 placeholder with no source; ``not found: ...`` explains why an optional field is absent.
@@ -50,8 +52,8 @@ from accelsim.datafiles import builtin_files
 from accelsim.errors import ConfigError, DataFileError, UnknownNameError
 from accelsim.physical import FRACTION, MAX_COUNT, Span
 
-SOURCE_PREFIXES = ("[", "datasheet:", "derived:", "defined:", "proxy:", "unverified:",
-                   "assumed:", "not found:")
+SOURCE_PREFIXES = ("[", "datasheet:", "derived:", "defined:", "fitted:", "measured:", "proxy:",
+                   "unverified:", "assumed:", "not found:")
 FLAGGED_PREFIXES = ("proxy:", "unverified:", "assumed:")
 NOT_FOUND = "not found:"
 

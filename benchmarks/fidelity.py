@@ -4,7 +4,10 @@ it can express (ResNet-50 v1.5 and BERT-large on V100 and A100, train and infer)
 Run: python benchmarks/fidelity.py [--write]   (--write updates results/fidelity.md)
 
 Mapping of a measurement to a prediction (each an assumption, printed in the report):
-- precision: "AMP" -> fp16 (eager = autocast), "TF32" -> tf32, "FP32" -> fp32; software eager.
+- precision: "AMP" -> fp16, "TF32" -> tf32, "FP32" -> fp32.
+- software: the row's stack (`calibration_rows.stack_for`: PyTorch -> pytorch-eager,
+  TensorFlow -> tensorflow-graph / tensorflow-xla, MXNet -> mxnet), on the host CPU of the
+  row's system (DGX-1, DGX-2 -> xeon-8380 proxy; DGX A100 -> epyc-7763).
 - hardware: V100-SXM2-16GB and -32GB both -> the `v100` profile (same chip, memory size
   differs); A100-SXM4-80GB -> `a100`.
 - optimizer: ResNet-50 SGD with momentum; BERT (LAMB pre-training, Adam fine-tuning) -> adam.
@@ -32,8 +35,9 @@ Mapping of a measurement to a prediction (each an assumption, printed in the rep
   The pipeline reduces and updates after every step, so it runs un-overlapped at the
   micro-batch and one accumulation group's share is taken back: micro-step time = pipeline
   step - (1 - 1/steps) x (exposed all-reduce + optimizer), both per steady-state step.
-The fit set (FIT_SET) is the rows `benchmarks/fit_gpu.py` fitted the [fitted] factors of
-hw_profiles/efficiency/gpu.toml on; every other row is held out.
+The fit set is the single-GPU rows `benchmarks/fit_stacks.py` fitted the [fitted] factors of
+hw_profiles/efficiency/gpu.toml and the stacks on (`calibration_rows`); every other row
+(all multi-GPU rows) is held out. Cross-validated errors: benchmarks/cross_validation.py.
 """
 
 from __future__ import annotations
@@ -46,9 +50,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).parent))
+from calibration_rows import SYSTEMS, Run, row_for, stack_for  # noqa: E402
+
 from accelsim.devices.estimate import estimate
 from accelsim.devices.profile import load_profile
 from accelsim.sim.config import TrainConfig
+from accelsim.sim.hardware import host_clock_hz
 from accelsim.sim.run import TrainResult, simulate_training
 from accelsim.sim.system import load_system
 from accelsim.workload.scenario import resolve_workload
@@ -60,40 +68,42 @@ RESULTS = Path(__file__).parent / "results" / "fidelity.md"
 PIPELINE_SYSTEMS = {"a100": "dgx-a100", "v100": "dgx-1"}  # device profile -> system
 PIPELINE_SCENARIOS = {"resnet50": "resnet50-train", "bert_large": "bert-large-train"}
 PIPELINE_STEPS = 40  # enough for a steady state: the prefetch window fills in 2-3 steps
-PRECISIONS = {"TF32": "tf32", "AMP": "fp16", "FP32": "fp32"}
+PRECISIONS = {"TF32": "tf32", "AMP": "fp16", "FP16": "fp16", "FP32": "fp32"}
 DEVICES = {"A100-SXM4-80GB": "a100", "V100-SXM2-16GB": "v100", "V100-SXM2-32GB": "v100"}
-FIT_SET_NAME = "V100 ResNet-50 inference rows (DLE-PT-RN50-013..066)"
+FIT_SET_NAME = "the single-GPU rows of benchmarks/calibration_rows.py"
 
 
 def in_fit_set(row: pd.Series) -> bool:
-    """The fit set: V100 ResNet-50 v1.5 inference rows."""
-    return row["task"] == "infer" and "V100" in row["hardware"] and "ResNet" in row["workload"]
+    """The fit set: the single-GPU rows `fit_stacks` fits on."""
+    return row_for(row) is not None
 
 
 @dataclass(frozen=True)
-class Case:
-    """What one measurement asks of the model."""
+class Case(Run):
+    """What one measurement asks of the model, on `gpus` devices."""
 
-    model: str
-    seq_len: int | None
-    device: str
-    gpus: int
-    batch: int
-    accumulation_steps: int
-    precision: str
-    mode: str
-    optimizer: str
-    metric: str  # "throughput" or "latency"
+    device: str = ""
+    gpus: int = 1
+    software: str = "pytorch-eager"  # the row's stack
+    host_hz: float | None = None  # the single-thread clock of its system's host CPU
 
 
 def case_for(row: pd.Series) -> Case:
     """Map a CSV row onto a Case (raises ValueError for a row the model cannot express)."""
-    gpus_text, device_text = re.match(r"(\d+)x (\S+)", row["hardware"]).groups()
+    hardware = re.match(r"(\d+)x (\S+)", str(row["hardware"]))
+    if hardware is None:
+        raise ValueError("not an N x GPU row")
+    gpus_text, device_text = hardware.groups()
     if device_text not in DEVICES:
         raise ValueError(f"no profile for {device_text}")
-    precision = next(v for k, v in PRECISIONS.items() if row["precision"].startswith(k))
+    precision = next((v for k, v in PRECISIONS.items() if row["precision"].startswith(k)), None)
+    if precision is None:
+        raise ValueError(f"no format for precision '{row['precision']}'")
     batch_text = str(row["batch_per_device"])
-    listed = int(re.match(r"\d+", batch_text).group())
+    batch_match = re.match(r"\d+", batch_text)
+    if batch_match is None:
+        raise ValueError(f"no batch size in '{batch_text}'")
+    listed = int(batch_match.group())
     accum = re.search(r"with (\d+) accumulation steps", batch_text)
     steps = int(accum.group(1)) if accum else 1
     if "ResNet-50" in row["workload"]:
@@ -104,15 +114,19 @@ def case_for(row: pd.Series) -> Case:
     else:
         raise ValueError(f"no model for {row['workload']}")
     metric = "latency" if row["metric"].startswith("latency") else "throughput"
-    return Case(model, seq_len, DEVICES[device_text], int(gpus_text), listed // steps, steps,
-                precision, row["task"], optimizer, metric)
+    software = stack_for(str(row["software"]), str(row["precision"])) or "pytorch-eager"
+    system = next((s for text, s in SYSTEMS.items() if f"({text})" in row["hardware"]), None)
+    host_hz = host_clock_hz(load_system(system)) if system else None
+    return Case(model, seq_len, listed // steps, steps, precision, row["task"], optimizer, metric,
+                device=DEVICES[device_text], gpus=int(gpus_text), software=software,
+                host_hz=host_hz)
 
 
-def step_time_s(case: Case, software: str = "eager") -> tuple[float, bool]:
+def step_time_s(case: Case) -> tuple[float, bool]:
     """Time of one (micro-)step on one GPU, and whether any op hit the power cap."""
     knobs = {} if case.seq_len is None else {"seq_len": case.seq_len}
     est = estimate(build_model(case.model, **knobs), load_profile(case.device), case.batch,
-                   case.precision, case.mode, software, case.optimizer)
+                   case.precision, case.mode, case.software, case.optimizer, case.host_hz)
     opt_s = est.phase_time_s("optimizer") if case.mode == "train" else 0.0
     power_bound = bool((est.layers["bound"] == "power").any())
     return est.step_time_s - opt_s + opt_s / case.accumulation_steps, power_bound
@@ -150,7 +164,8 @@ def simulate_case(case: Case, steps: int = PIPELINE_STEPS) -> TrainResult:
     post_accumulation = case.accumulation_steps > 1
     return simulate_training(TrainConfig(
         scenario, load_system(PIPELINE_SYSTEMS[case.device]), devices=case.gpus, steps=steps,
-        device_profile=load_profile(case.device), overlap_allreduce=not post_accumulation))
+        device_profile=load_profile(case.device), overlap_allreduce=not post_accumulation,
+        software=case.software))
 
 
 def predict_pipeline(case: Case) -> Prediction:
@@ -216,7 +231,7 @@ def _single_gpu_row(row: pd.Series, csv: pd.DataFrame) -> str:
 
 
 def summary_lines(table: pd.DataFrame) -> list[str]:
-    done = table[table["skipped"] == ""]
+    done = table[table["skipped"] == ""].astype({"fit": bool})
     out = []
     for label, part in (("fitted", done[done["fit"]]), ("held out", done[~done["fit"]]),
                         ("held out, 1 GPU", done[~done["fit"] & (done["gpus"] == 1)]),
@@ -253,9 +268,10 @@ def report(table: pd.DataFrame) -> str:
         "",
         "Generated by `python benchmarks/fidelity.py --write` (deterministic). Fit set: "
         f"{FIT_SET_NAME}; factors in `hw_profiles/efficiency/gpu.toml`, fitted by "
-        "`benchmarks/fit_gpu.py`. Every other row is held out (all A100 rows, all training "
-        "rows, all multi-GPU rows). Mapping assumptions: see the docstring of "
-        "`benchmarks/fidelity.py` (AMP -> fp16, eager; V100 16 GB rows on the 32 GB profile; "
+        "`benchmarks/fit_stacks.py` with the software stacks. Every multi-GPU row is held out "
+        "(cross-validated single-GPU errors: `results/cross_validation.md`). Mapping "
+        "assumptions: see the docstring of `benchmarks/fidelity.py` (AMP -> fp16, the row's "
+        "stack on its system's host; V100 16 GB rows on the 32 GB profile; "
         "BERT gradient accumulation -> micro-batch).",
         "",
         "Methods: 1-GPU rows by the device cost model (`accelsim.devices.estimate`, "

@@ -24,10 +24,14 @@ def test_dgx1_composes_the_named_parts() -> None:
     assert dgx.host_to_device.name == "pcie-gen3-x16"
     assert dgx.device_to_device is not None and dgx.device_to_device.name == "nvlink2"
     assert dgx.storage.name == "sata-ssd" and dgx.storage_count == 4
-    assert not dgx.gpudirect_storage and dgx.network is None
+    assert not dgx.gpudirect_storage
+    # its 4 EDR ports are the rails of multi-node runs, 2 GPUs to each
+    assert dgx.network is not None and (dgx.network.name, dgx.nic_count) == (
+        "infiniband-edr-100g", 4)
     assert (dgx.host.sockets, dgx.host.cores) == (2, 40)
     # the stand-in CPU and the recalled datasheet figures are flagged, not passed off as sourced
-    assert {"host.cpu", "storage.name", "host.dram_gb"} <= set(dgx.flagged_fields)
+    assert {"host.cpu", "storage.name", "host.dram_gb", "links.network"} <= set(
+        dgx.flagged_fields)
 
 
 def _throughput(scenario_name: str, devices: int, overlap: bool, **overrides: object) -> float:

@@ -84,9 +84,14 @@ def test_precision_the_matrix_units_replace_is_noted(capsys):
     assert obj["workload"]["precision"] == "fp16"
     assert obj["hardware"]["compute_precision"] == "bf16"
     assert any("bf16" in n for n in obj["notes"])
-    # ... and a software flag an ahead-of-time compiled device cannot honour is noted too.
-    assert "eager" not in obj["hardware"]["software"]
-    assert any("does not apply" in n for n in obj["notes"])
+    # With no --software the TPU runs its class's default stack, and says it is the default.
+    assert obj["hardware"]["software"] == "jax-xla" and obj["hardware"]["software_default"]
+    # ... and a software flag an ahead-of-time compiled device cannot honour is noted.
+    code, out, err = run_cli(capsys, "simulate", "resnet50", "--hw", "tpu-v3", "--software",
+                             "eager", "--json")
+    obj = json.loads(out)
+    assert obj["hardware"]["software"] == "jax-xla" and not obj["hardware"]["software_default"]
+    assert any("'pytorch-eager' does not run on a TPU" in n for n in obj["notes"])
 
 
 def test_fp8_encodings_run_on_the_fp8_units(capsys):

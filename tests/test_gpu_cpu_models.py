@@ -15,6 +15,7 @@ from accelsim.devices.energy import die_energy_scale, energy_constants, static_p
 from accelsim.devices.estimate import estimate
 from accelsim.devices.mapping import forward_dims, refetch_bytes, row_gemms
 from accelsim.devices.profile import load_all_profiles, load_profile
+from accelsim.devices.software import load_stack
 from accelsim.devices.tiling import gemm_quantization, row_gemm_factors
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import get_format
@@ -75,8 +76,8 @@ def test_elementwise_time_is_bytes_over_bandwidth_plus_overhead() -> None:
 
 def test_small_elementwise_op_is_host_bound_in_eager() -> None:
     row = gpu_row("v100", *stream_case(1e3), "fp16")
-    assert row["time_s"] == pytest.approx(EFF["fitted.eager_host_overhead_per_kernel_s"]
-                                          + EFF["assumed.kernel_launch_s"], rel=1e-3)
+    host_s = load_stack("pytorch-eager").per_kernel_s["gpu"]  # the eager stack's, as read
+    assert row["time_s"] == pytest.approx(host_s + EFF["assumed.kernel_launch_s"], rel=1e-3)
 
 
 @pytest.mark.parametrize("name", ["v100", "a100", "h100"])
@@ -149,15 +150,27 @@ def test_fully_busy_device_stays_within_tdp(name: str) -> None:
         out = finish(both, costs, profile.power.tdp_w, static_power_w(profile))
         power_w = out["energy_j"].to_numpy() / out["time_s"].to_numpy()
         assert (power_w <= profile.power.tdp_w * (1 + 1e-9)).all()
-        assert not (out["bound"] == "power").any(), (name, precision)
+        # A GPU with a process node takes V100's energy per op scaled by node (issue 8 item 3),
+        # so a card whose load outruns its board limit (T4, L4) may be power-bound; a device
+        # whose factor comes from its own TDP, and V100 itself, never is.
+        if not profile.process_node_nm or name == "v100":
+            assert not (out["bound"] == "power").any(), (name, precision)
 
 
 def test_energy_constants_and_scales() -> None:
     c = energy_constants()
     assert c.mac_j["fp16"] == pytest.approx(2.0e-12)
     assert c.dram_j_per_byte["hbm2e"] == pytest.approx(6.0e-12 * 8)
-    assert die_energy_scale(load_profile("v100")) == pytest.approx(
-        1.0, abs=0.2)  # 45 nm figures nearly fit V100's envelope
+    # V100 (the reference of dvfs.toml): its sustained tensor-core load (fp16 peak x the
+    # fitted efficiency) plus a 1 MiB-array L2 stream at full DRAM bandwidth, HBM2 at peak
+    # and static power fill its 300 W exactly; other GPUs scale it by process node.
+    busy = EFF["fitted.tensor_core_efficiency"]
+    headroom_w = 300.0 * (1 - c.static_fraction_of_tdp) - 900e9 * c.dram_j_per_byte["hbm2"]
+    die_45nm_w = 125e12 / 2 * c.mac_j["fp16"] * busy + 900e9 * 100e-12 / 8
+    v100 = die_energy_scale(load_profile("v100"))
+    assert v100 == pytest.approx(headroom_w / die_45nm_w, rel=1e-6)
+    assert die_energy_scale(load_profile("t4")) == pytest.approx(v100)  # both 12 nm
+    assert die_energy_scale(load_profile("a100")) == pytest.approx(v100 * 7 / 12)
     assert die_energy_scale(load_profile("h100")) < die_energy_scale(load_profile("v100"))
     assert static_power_w(load_profile("a100")) == pytest.approx(
         c.static_fraction_of_tdp * 400.0)

@@ -26,7 +26,6 @@ from accelsim.errors import AccelsimError
 from accelsim.interconnect.collectives import (
     allreduce_time_s,
     allreduce_wire_bytes,
-    hierarchical_allreduce_time_s,
     ring_allreduce_time_s,
     tree_allreduce_time_s,
 )
@@ -109,17 +108,6 @@ def test_ring_and_tree_closed_forms() -> None:
     assert tree_allreduce_time_s(64, 8.0, bw, lat) < ring_allreduce_time_s(64, 8.0, bw, lat)
     with pytest.raises(AccelsimError, match="butterfly"):
         allreduce_time_s("butterfly", 8, m, bw, lat)
-
-
-def test_hierarchical_allreduce_splits_scale_up_and_scale_out() -> None:
-    nvs, ib = load_link("nvswitch-gen2"), load_link("infiniband-hdr-200g")
-    m = 51e6
-    t = hierarchical_allreduce_time_s("ring", 4, 8, m, nvs, ib)
-    intra = ring_allreduce_time_s(8, m, nvs.bandwidth_bytes_per_s, nvs.latency_s)
-    inter = ring_allreduce_time_s(4, m / 8, ib.bandwidth_bytes_per_s, ib.latency_s)
-    assert t == pytest.approx(intra + inter)
-    flat = ring_allreduce_time_s(32, m, ib.bandwidth_bytes_per_s, ib.latency_s)
-    assert t < flat
 
 
 # ---------------------------------------------------------------- IO: bandwidth, latency, IOPS

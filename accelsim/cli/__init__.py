@@ -16,6 +16,7 @@ import os
 import click
 
 from accelsim.cli import (  # noqa: F401  (register commands)
+    calibrate,
     collective,
     compare,
     describe,
@@ -23,6 +24,7 @@ from accelsim.cli import (  # noqa: F401  (register commands)
     report,
     simulate,
     sweep,
+    validate,
 )
 from accelsim.cli.common import cli
 from accelsim.errors import AccelsimError

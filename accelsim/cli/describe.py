@@ -22,10 +22,28 @@ EXECUTE_MAX_BYTES = 4e9
 @workload_options
 @click.option("--execute", is_flag=True, help="Run the numpy kernels forward once and report "
               "the output's relative error against fp32.")
+@click.option("--time", "timed", is_flag=True, help="With --execute: time each layer's kernels "
+              "here (measured_time_s), beside the prediction of --hw when given.")
+@click.option("--hw", default=None, help="With --time: the device profile (name or TOML path) "
+              "whose forward-pass estimate is shown beside the measurement.")
+@click.option("--software", default=None,
+              help="With --hw: the software stack (name or stack TOML path; default: the "
+              "device class's).")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --time: forward passes; each layer's least time is kept.")
+@click.option("--cpu-time", is_flag=True, help="With --time: the process's CPU time, not the "
+              "wall clock (a shared host; one BLAS thread), as `calibrate --cpu-time`.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def describe(workload: str, batch: int | None, precision: str | None, seq_len: int | None,
-             image_size: int | None, execute: bool, as_json: bool) -> None:
+             image_size: int | None, execute: bool, timed: bool, hw: str | None,
+             software: str | None, repeat: int, cpu_time: bool, as_json: bool) -> None:
     """Per-layer table of a WORKLOAD (zoo model, scenario name or .toml file)."""
+    if (timed or hw) and not execute:
+        raise click.UsageError("--time and --hw measure a real run: add --execute")
+    if hw and not timed:
+        raise click.UsageError("--hw puts a prediction beside the measured times: add --time")
+    if software and not hw:
+        raise click.UsageError("--software names the stack of the --hw prediction: add --hw")
     sc = resolve(workload, batch, precision, seq_len, image_size)
     graph = sc.graph()
     layers = layer_table(graph, sc.batch_size, sc.precision)
@@ -47,6 +65,13 @@ def describe(workload: str, batch: int | None, precision: str | None, seq_len: i
                            "output_relative_error": num["output_relative_error"]}
         per_layer = num.get("layer_relative_error", {})
         layers = layers.assign(rel_error=[per_layer.get(n) for n in layers["name"]])
+        if timed:
+            from accelsim.calibrate.timing import measure_beside_prediction
+
+            timing, per_op = measure_beside_prediction(graph, sc.batch_size, sc.precision, hw,
+                                                       software or "default", repeat, cpu_time)
+            out.update(timing)
+            layers = layers.merge(per_op, on="name", how="left")
     if as_json:
         echo_json({**out, "layers": records(layers)})
         return
@@ -58,6 +83,12 @@ def describe(workload: str, batch: int | None, precision: str | None, seq_len: i
                f"{sc.precision}: {fmt_si(out['flops'])}FLOP, {fmt_si(out['bytes'])}B moved")
     if execute:
         click.echo(f"output relative error vs fp32: {out['numerics']['output_relative_error']:.3e}")
+    if timed:
+        predicted = ("" if out["predicted_time_s"] is None else
+                     f", predicted on {hw} {out['predicted_time_s'] * 1e3:.2f} ms "
+                     f"({out['relative_error']:+.1%})")
+        click.echo(f"forward measured here {out['measured_time_s'] * 1e3:.2f} ms (sum of the "
+                   f"layers' kernel times){predicted}")
     if out["unsupported_ops"]:
         click.echo(f"unsupported ops (not costed): {', '.join(out['unsupported_ops'])}")
 

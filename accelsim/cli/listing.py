@@ -34,23 +34,35 @@ def system_row(s: Any) -> dict[str, Any]:
             "dataset": s.default_dataset.name, "gpudirect_storage": s.gpudirect_storage}
 
 
+def stack_row(s: Any) -> dict[str, Any]:
+    """Key figures of a software stack (host times on its reference host)."""
+    return {"name": s.name, "classes": ",".join(s.classes),
+            "default_for": ",".join(s.default_for), "aliases": ",".join(s.aliases),
+            "host_us_per_kernel": ",".join(f"{c} {t * 1e6:g}" for c, t in s.per_kernel_s.items()),
+            "host_us_per_step": (s.per_step_s + s.per_request_s) * 1e6,
+            "fuses": ",".join(s.fuses), "description": s.description}
+
+
 @cli.command(name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def list_cmd(as_json: bool) -> None:
-    """Built-in device profiles, systems, scenarios and zoo models."""
+    """Built-in device profiles, systems, software stacks, scenarios and zoo models."""
     from accelsim.devices.profile import list_profiles
+    from accelsim.devices.software import builtin_stacks
     from accelsim.sim.system import available_systems, load_system
     from accelsim.workload.scenario import scenario_names
     from accelsim.workload.zoo import model_names
 
     profiles = [profile_row(p) for p in list_profiles()]
     systems = [system_row(load_system(n)) for n in available_systems()]
+    stacks = [stack_row(s) for s in builtin_stacks().values()]
     if as_json:
-        echo_json({"profiles": profiles, "systems": systems,
+        echo_json({"profiles": profiles, "systems": systems, "software": stacks,
                    "workloads": scenario_names() + model_names(),
                    "scenarios": scenario_names(), "models": model_names()})
         return
     click.echo(pd.DataFrame(profiles).fillna("").to_string(index=False))
     click.echo("\n" + pd.DataFrame(systems).fillna("").to_string(index=False))
+    click.echo("\n" + pd.DataFrame(stacks).drop(columns="description").to_string(index=False))
     click.echo(f"\nscenarios: {', '.join(scenario_names())}")
     click.echo(f"models: {', '.join(model_names())}")

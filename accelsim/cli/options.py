@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from accelsim.cli.common import PRECISIONS
+from accelsim.devices.software import software_choices
 from accelsim.sim.knobs import KNOBS
 
 # Flag spellings that differ from `--knob-name` (kept from earlier releases), and choices.
@@ -21,13 +22,27 @@ _BOOL_FLAGS = {
     "pinned_memory": "--pinned/--pageable",
     "overlap_allreduce": "--overlap/--no-overlap",
 }
+class _StackChoice(click.Choice):
+    """A built-in software stack, or a path to a stack file (`*.toml`, checked when loaded)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and value.endswith(".toml"):
+            return value
+        return super().convert(value, param, ctx)
+
+
 _CHOICES: dict[str, Any] = {
     "mode": click.Choice(["infer", "train", "serve"]),
     "precision": PRECISIONS,
-    "software": click.Choice(["eager", "compiled"]),
+    "software": _StackChoice(software_choices()),
     "dataflow": click.Choice(["ws", "os", "is"]),
     "allreduce": click.Choice(["ring", "tree"]),
+    "decode": click.Choice(["cpu", "gpu", "hw"]),
     "optimizer": click.Choice(["sgd", "momentum", "adam"]),
+    "weight_precision": click.Choice(["fp32", "fp16", "bf16", "fp8", "int8", "int4"]),
+    "kv_precision": click.Choice(["fp16", "bf16", "fp8", "int8"]),
+    "batching": click.Choice(["continuous", "static"]),
+    "length_dist": click.Choice(["fixed", "uniform", "exponential"]),
 }
 _INPUT_KNOBS = ("seq_len", "image_size")  # the common model inputs get their own flags
 _TYPES = {int: int, float: float, str: str}

@@ -31,6 +31,11 @@ def _memory_line(mem: dict[str, Any]) -> str:
     return f"{fmt_si(mem['required_bytes'])}B of {cap_s} ({verdict}{most}) = {parts}"
 
 
+def _software(hw: dict[str, Any]) -> str:
+    """The stack that ran, "(default)" when the device class's default was used."""
+    return hw["software"] + (" (default)" if hw.get("software_default") else "")
+
+
 def summary_lines(r: dict[str, Any]) -> list[str]:
     """The summary block: what ran, the headline figures, the bottleneck, memory, notes."""
     w, hw, mem = r["workload"], r["hardware"], r["memory"]
@@ -41,14 +46,15 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
     if hw.get("compute_precision", prec) != prec:
         prec += f" (matmuls in {hw['compute_precision']})"
     lines.append(f"{w['name']} {w['mode']}, batch {w['batch_size']}, {prec} on {hw['name']} "
-                 f"({hw['class']}, {hw['software']}) in {hw['system']}")
+                 f"({hw['class']}, {_software(hw)}) in {hw['system']}")
     if mem["fits"]:
         lines += _headline_lines(r)
+        lines += _llm_lines(r)
     lines += [
         f"  bottleneck   {r['bottleneck']}: {r.get('bottleneck_detail', '')}",
         f"  memory       {_memory_line(mem)}",
     ]
-    if w["mode"] == "train" and mem["fits"]:
+    if w["mode"] == "train" and mem["fits"] and "stalls" in r:  # (not a decoder's step)
         lines += _train_lines(r)
     if w["mode"] == "serve" and mem["fits"]:
         lines.append(
@@ -56,20 +62,68 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
             f"{r['latency_p95_s'] * 1e3:.2f} ms, p99 {r['latency_p99_s'] * 1e3:.2f} ms; mean "
             f"batch {r['batch_size_mean']:.1f}; {r['devices']} device(s)"
             + ("" if r["offered_load"] is None else f"; offered load {r['offered_load']:.2f}"))
+    if r.get("execution"):
+        lines.append(_execution_line(r["execution"]))
     notes = r.get("notes", [])[0 if mem["fits"] else 1:]
     lines += [f"  note         {n}" for n in notes]
     return lines
 
 
+def _execution_line(x: dict[str, Any]) -> str:
+    """--execute: what the kernels computed and what their zeros bought."""
+    def share(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.1%}"
+
+    pruned = " (weights pruned to 2:4)" if x.get("pruned_2_4") else ""
+    return (f"  executed     {x['precision']} kernels{pruned}, 1 sample: output error "
+            f"{x['output_error']:.2e} vs fp32 (worst layer {x['max_layer_output_error']:.2e}); "
+            f"zeros in {share(x['input_sparsity'])} of matmul inputs, "
+            f"{share(x['weight_sparsity'])} of weights; {x['layers_with_2_4_weights']} layers "
+            f"2:4 sparse; time -{x['time_saved_share']:.1%}, energy "
+            f"-{x['energy_saved_share']:.1%} vs dense")
+
+
 def _headline_lines(r: dict[str, Any]) -> list[str]:
     tput, power, lat = r["throughput_samples_per_s"], r["average_power_w"], r["latency_s"]
     per_j = tput / power if power else None
-    return [
+    lines = [
         f"  throughput   {tput:,.1f} samples/s",
         f"  latency      {lat * 1e3:.3f} ms {_UNIT[r['workload']['mode']]}",
+    ]
+    if r["energy_j_per_sample"] is None:  # not modelled (LLM serving)
+        return lines
+    clock = r.get("clock") or {}
+    if clock.get("power_limited_time_share"):  # DVFS under the power limit
+        lines.append(f"  clock        {clock['sustained_mhz']:,.0f} MHz sustained of "
+                     f"{clock['rated_mhz']:,.0f} rated (power-limited "
+                     f"{clock['power_limited_time_share']:.0%} of the time)")
+    return lines + [
         f"  energy       {r['energy_j_per_sample'] * 1e3:.3f} mJ/sample, {power:.0f} W average"
         f"{_split(r)}, {_num(per_j, '.2f', ' samples/J')}",
     ]
+
+
+def _llm_lines(r: dict[str, Any]) -> list[str]:
+    """A decoder at the token level (`accelsim.llm`): TTFT, TPOT, tokens/s, MFU, split."""
+    if r.get("ttft_s") is not None:
+        tpot = "n/a" if r["tpot_s"] is None else f"{r['tpot_s'] * 1e3:.2f} ms"
+        mfu = "n/a" if r["mfu"] is None else f"{r['mfu']:.1%}"
+        return [f"  tokens       TTFT {r['ttft_s'] * 1e3:.1f} ms, TPOT {tpot}, "
+                f"{r['tokens_per_s']:,.0f} output tokens/s, MFU {mfu}; KV cache "
+                f"{fmt_si(r['kv_cache_bytes'])}B; tp {r['tp']} x pp {r['pp']}"]
+    if r.get("zero") is not None and r.get("step_time_s") is not None:  # decoder training
+        mfu = "n/a" if r["mfu"] is None else f"{r['mfu']:.1%}"
+        return [f"  tokens       {r['tokens_per_s']:,.0f} tokens/s, step "
+                f"{r['step_time_s'] * 1e3:,.1f} ms ({r['global_batch_tokens']:,} tokens), MFU "
+                f"{mfu}; tp {r['tp']} x pp {r['pp']} x dp {r['dp']}, ZeRO {r['zero']}"
+                + (", recompute" if r["recompute"] else "")]
+    if r.get("ttft_p50_s") is not None:
+        return [f"  tokens       TTFT p50 {r['ttft_p50_s'] * 1e3:.1f} ms, p99 "
+                f"{r['ttft_p99_s'] * 1e3:.1f} ms; TPOT p50 {r['tpot_p50_s'] * 1e3:.2f} ms, p99 "
+                f"{r['tpot_p99_s'] * 1e3:.2f} ms; {r['tokens_per_s']:,.0f} tokens/s; goodput "
+                f"{r['goodput_requests_per_s']:.2f} req/s; {r['batching']} batching, "
+                f"tp {r['tp']} x pp {r['pp']}"]
+    return []
 
 
 def _split(r: dict[str, Any]) -> str:
@@ -90,7 +144,16 @@ def _train_lines(r: dict[str, Any]) -> list[str]:
         f"{r['au_target']:.0%} target); stalls: {stalls}",
         f"  utilization  busy share of the whole run: {util}",
         _allreduce_line(r),
+        "  energy parts " + ", ".join(f"{k} {_joules(v)}"
+                                      for k, v in r["energy_breakdown_j"].items()),
     ]
+
+
+def _joules(v: float | None) -> str:
+    """"1.23kJ", "0.0456 J", or "unknown" (a part whose power is not published)."""
+    if v is None:
+        return "unknown"
+    return f"{fmt_si(v)}J" if v >= 1e3 else f"{v:.3g} J"
 
 
 def _allreduce_line(r: dict[str, Any]) -> str:
@@ -103,6 +166,9 @@ def _allreduce_line(r: dict[str, Any]) -> str:
                f"with backward, which runs {r['comm_contention_share']:.0%} slower meanwhile")
     else:
         how = "one message after backward"
+    if r.get("nodes", 1) > 1:
+        every += (f" across {r['nodes']} nodes ({r['comm_network']} between them, "
+                  f"{r['comm_network_time_s'] * 1e3:.2f} ms of it) and")
     return (f"  all-reduce   {fmt_si(r['memory']['gradients_bytes'])}B of gradients{every} over "
             f"{r['comm_link']} ({r['allreduce_algorithm']}, "
             f"{r['comm_achievable_bandwidth_gb_s']:.0f} GB/s achievable), "
@@ -129,8 +195,18 @@ def layer_lines(r: dict[str, Any], top: int | None) -> list[str]:
         share=layers["share"].map(lambda s: f"{s:.1%}"))
     cols = ["name", "op", "phase", "flops", "bytes", "time_ms", "share", "energy_mj", "bound"]
     cols += [c for c in ("unit",) if c in shown]
+    if "output_error" in shown:  # --execute: what the kernels computed
+        shown = shown.assign(error=shown["output_error"].map(_opt(".1e")),
+                             zeros_in=shown["input_sparsity"].map(_opt(".0%")),
+                             zeros_w=shown["weight_sparsity"].map(_opt(".0%")))
+        cols += ["error", "zeros_in", "zeros_w"]
     table = shown[cols].to_string(index=False, float_format=lambda x: f"{x:.4f}")
     return ["", head, table]
+
+
+def _opt(spec: str) -> Any:
+    """A formatter for a measured column: "-" where a row has no measurement."""
+    return lambda v: "-" if v is None or v != v else format(v, spec)
 
 
 def render(r: dict[str, Any], layers: int | None = 10) -> str:

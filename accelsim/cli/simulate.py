@@ -39,15 +39,48 @@ def parse_layers(value: str) -> int | None:
 @click.option("--trace", type=click.Path(dir_okay=False), help="Write a Chrome/Perfetto trace "
               "of the events (infer: the layers on the device).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--emulate-accelerators", "emulated", metavar="ACCELERATOR",
+              help="MLPerf Storage: emulate this accelerator (a100, h100) as DLIO does, its "
+              "measured compute time per batch and no model.")
+@click.option("--max-accelerators", "max_accelerators", is_flag=True,
+              help="MLPerf Storage: the most emulated accelerators the storage keeps at the AU "
+              "threshold, and the storage throughput that takes.")
+@click.option("--scalesim-report", "scalesim_dir", type=click.Path(file_okay=False),
+              help="Write SCALE-Sim's COMPUTE_REPORT.csv, BANDWIDTH_REPORT.csv and "
+              "DETAILED_ACCESS_REPORT.csv into this folder (--hw a SCALE-Sim .cfg).")
+@click.option("--execute", "execute", is_flag=True, help="Infer: also run the workload's "
+              "numpy kernels (one sample) at the device's numeric format; report each layer's "
+              "output error vs fp32 and operand sparsity, and feed the zeros into energy (zero "
+              "gating) and time (2:4 sparse weights on sparse tensor cores).")
+@click.option("--prune-2-4", "prune_2_4", is_flag=True, help="With --execute: the device runs "
+              "conv/linear weights magnitude-pruned to 2:4 (the fp32 reference stays dense): "
+              "the error of pruning beside the sparse tensor cores' speed.")
 def simulate(workload: str, hardware: str, layers: str, trace: str | None, as_json: bool,
-             **kw: Any) -> None:
+             scalesim_dir: str | None, emulated: str | None, max_accelerators: bool,
+             execute: bool = False, prune_2_4: bool = False, **kw: Any) -> None:
     """Time, energy and bottleneck of a WORKLOAD on a system or device (--hw).
 
     WORKLOAD is a zoo model, a built-in scenario or a scenario .toml file. A workload that
     does not fit in device memory is reported as such (exit 0), with the largest batch that
     fits."""
     top = parse_layers(layers)
-    res = run_simulation(make_config(workload, hardware, **cli_knobs(kw)))
+    if emulated or max_accelerators:
+        from accelsim.cli.storage_sizing import run_sizing
+
+        run_sizing(workload, hardware, emulated, max_accelerators, cli_knobs(kw), as_json)
+        return
+    cfg = make_config(workload, hardware, **cli_knobs(kw))
+    if execute or prune_2_4:
+        from dataclasses import replace
+
+        cfg = replace(cfg, execute=execute, prune_2_4=prune_2_4)
+    res = run_simulation(cfg)
+    if scalesim_dir:
+        from pathlib import Path
+
+        from accelsim.devices.scalesim_report import write_config_reports
+
+        write_config_reports(Path(scalesim_dir), cfg)
     if trace:
         from accelsim.results.trace import write_chrome_trace
 

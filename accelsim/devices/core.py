@@ -3,7 +3,10 @@
 A class model (one file per class: gpu.py, cpu.py, systolic.py, fpga.py, npu.py, null.py) is a
 function registered with `@device_model(class_name)`:
 
-    fn(profile, work: DataFrame, gemms: DataFrame, precision: str, software: str) -> DataFrame
+    fn(profile, work: DataFrame, gemms: DataFrame, precision: str, software) -> DataFrame
+
+`software` is a resolved `accelsim.devices.software.SoftwareStack` (or a stack name, which the
+GPU and CPU models resolve; the other classes run compiled graphs and ignore it).
 
 `work` is `accelsim.workload.work.work_table` (one row per op x phase), `gemms` is
 `accelsim.workload.work.gemms_for` (forward GEMM shapes by op_index). It returns a DataFrame
@@ -19,7 +22,8 @@ with the same index as `work` and the columns of `COST_COLUMNS`:
 Optional columns pass through (e.g. `unit`: where an op ran, for NPU fallback to the host).
 `power_capped` (bool, default True) exempts rows from the device's power cap (work done by
 another part, such as the host CPU an NPU falls back to); `host_energy_j` is the part of a
-row's `dynamic_energy_j` spent by that other part (reported apart from the device's).
+row's `dynamic_energy_j` spent by that other part (reported apart from the device's);
+`offchip_energy_j` is the part of it spent off chip (DVFS does not scale it).
 `finish` then applies the roofline (time = max(compute, memory) + overhead), the bound, the
 power cap and static energy. Stateless: policies are functions, profiles are data.
 """
@@ -32,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from accelsim.devices.dvfs import throttle
 from accelsim.devices.mapping import producer_rows
 
 COST_COLUMNS = ("compute_s", "memory_s", "overhead_s", "dynamic_energy_j", "dram_bytes",
@@ -52,16 +57,21 @@ def device_model(device_class: str) -> Callable[[ClassModel], ClassModel]:
     return register
 
 
-def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: float) -> pd.DataFrame:
+def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: float,
+           voltage_floor: float | None = None) -> pd.DataFrame:
     """Roofline, bound, power cap and energy, per row.
 
     time_s = max(compute_s, memory_s) + overhead_s. The bound is the largest of the three
     terms. The power cap governs each kernel: a row together with the rows fused into it
     (`unit` "fused", `mapping.producer_rows`), whose energy is spent in the same time. If a
     kernel's average power (dynamic energy / time + static) would exceed the TDP, the device
-    throttles: the kernel's own row stretches until the power equals the TDP (NB: a clock that
-    scales down uniformly; real DVFS lowers voltage too, saving energy per op). `static_w`
-    must be below `tdp_w` (`energy.static_power_w` guarantees it for a profile).
+    throttles. With a `voltage_floor` (a device with DVFS) the clock and the voltage drop until
+    the kernel fits (`accelsim.devices.dvfs`; the optional cost column `offchip_energy_j` is
+    the part of the energy that does not scale with the core voltage); the column
+    `clock_fraction` says at what share of the rated clock each row ran. Without one, the
+    kernel's own row stretches until the power equals the TDP (NB: a clock that scales down
+    uniformly at constant energy). `static_w` must be below `tdp_w`
+    (`energy.static_power_w` guarantees it for a profile).
     """
     missing = [c for c in COST_COLUMNS if c not in costs]
     if missing:
@@ -77,19 +87,36 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
     dyn_j = costs["dynamic_energy_j"].to_numpy(dtype=float)
     group = kernel_groups(work, costs)
     n = len(work)
+    capped = (costs["power_capped"].to_numpy(dtype=bool) if "power_capped" in costs
+              else np.ones(n, dtype=bool))
+    clock_fraction = np.ones(n)
+    if voltage_floor is not None:
+        offchip_j = (costs["offchip_energy_j"].to_numpy(dtype=float)
+                     if "offchip_energy_j" in costs else np.zeros(n))
+        clock_fraction, time_s, dyn_j, stretch_s = throttle(
+            group, terms[:, 0], terms[:, 1], terms[:, 2], dyn_j - offchip_j, offchip_j,
+            headroom_w, voltage_floor, capped)
+        time_s = time_s + stretch_s
+        bound = np.where((clock_fraction < 1) & (group == np.arange(n)), "power", bound)
+        return _finished(work, costs, time_s, bound, dyn_j, static_w, clock_fraction)
     # the least time each kernel's energy allows within the power envelope, minus what it takes
     short_s = (np.bincount(group, weights=dyn_j, minlength=n) / headroom_w
                - np.bincount(group, weights=time_s, minlength=n))
-    throttled = (short_s > 0) & (group == np.arange(n))
-    if "power_capped" in costs:
-        throttled &= costs["power_capped"].to_numpy(dtype=bool)
+    throttled = (short_s > 0) & (group == np.arange(n)) & capped
     time_s = time_s + np.where(throttled, short_s, 0.0)
     bound = np.where(throttled, "power", bound)
+    return _finished(work, costs, time_s, bound, dyn_j, static_w, clock_fraction)
+
+
+def _finished(work: pd.DataFrame, costs: pd.DataFrame, time_s: np.ndarray, bound: np.ndarray,
+              dyn_j: np.ndarray, static_w: float, clock_fraction: np.ndarray) -> pd.DataFrame:
     out = work.copy()
     for col in costs.columns:
         out[col] = costs[col].to_numpy()
+    out["dynamic_energy_j"] = dyn_j
     out["time_s"] = time_s
     out["bound"] = bound
+    out["clock_fraction"] = clock_fraction
     out["energy_j"] = dyn_j + static_w * time_s
     out["bytes"] = work["read_bytes"] + work["write_bytes"]
     return out

@@ -11,11 +11,15 @@ Per row of the work table:
   last-level-cache re-reads (`tiling`).
 - other rows stream their bytes at the sustained DRAM bandwidth; their FLOPs run on the vector
   units.
-- overhead: framework dispatch per op (eager) or per unfused op (compiled, which fuses
-  elementwise and normalisation ops into their producer as on the GPU). On a CPU the host *is*
-  the device, so dispatch is serial with the math.
+- overhead: the software stack's dispatch time per unfused op (`hw_profiles/software/`; a
+  stack that fuses joins elementwise / normalisation ops to their producer as on the GPU),
+  scaled by the CPU's own single-thread clock. On a CPU the host *is* the device, so dispatch
+  is serial with the math.
 Peaks, core count, SIMD width, FMA units, clock, L3 and bandwidth come from the profile;
-efficiencies and overheads from `hw_profiles/efficiency/cpu.toml` (all assumed, none fitted).
+efficiencies from `hw_profiles/efficiency/cpu.toml` (all assumed, none fitted), except where
+the stack gives its own measured ones (`[cpu_efficiency]`, written by `accelsim calibrate`):
+GEMM, convolution and attention rows at the precision, vector math and DRAM streams (per op
+kind where given), and the stack's per-core GEMM tile (`[cpu_tiling]`) where it gives one.
 """
 
 from __future__ import annotations
@@ -27,12 +31,18 @@ import pandas as pd
 
 from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.mapping import fused_rows, kernel_counts, row_energy_j
+from accelsim.devices.mapping import kernel_counts, row_energy_j
+from accelsim.devices.software import (
+    SoftwareStack,
+    host_single_thread_hz,
+    resolve_software,
+    stack_fused_rows,
+)
 from accelsim.devices.tiling import core_costs, row_gemm_factors, row_traffic_bytes
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import get_format
+from accelsim.workload.ops import OpKind
 
-SOFTWARE = ("eager", "compiled")
 FLOPS_PER_FMA = 2
 FP32_BITS = 32
 
@@ -66,12 +76,45 @@ def matmul_path(profile: Any, precision: str) -> tuple[str, float]:
     return "vector", vector_peak_flops_per_s(profile, precision)
 
 
+_CONV_OPS = (OpKind.CONV2D.value, OpKind.CONV3D.value, OpKind.CONV_TRANSPOSE3D.value)
+# Non-matmul ops whose time a CPU spends on arithmetic (transcendentals, reductions) rather than
+# on moving bytes: a stack's own figure for such an op kind is a vector efficiency; for any
+# other non-matmul op kind, a DRAM stream efficiency.
+VECTOR_OPS = frozenset(k.value for k in (
+    OpKind.GELU, OpKind.SIGMOID, OpKind.TANH, OpKind.SILU, OpKind.SOFTMAX, OpKind.LAYERNORM,
+    OpKind.RMSNORM, OpKind.BATCHNORM, OpKind.INSTANCENORM, OpKind.ROPE))
+
+
+def stack_efficiencies(work: pd.DataFrame, stack: SoftwareStack, precision: str,
+                       eff: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(GEMM, vector and DRAM stream efficiency per row): the stack's measured
+    `[cpu_efficiency]` where it gives them (an op kind's own figure first, then its group's: a
+    convolution or attention row falls back to the stack's GEMM figure), else the class
+    factors of `hw_profiles/efficiency/cpu.toml`."""
+    def factor(kernel: str, default: float) -> float:
+        value = stack.cpu_factor(kernel, precision)
+        return default if value is None else value
+
+    gemm = factor("gemm", eff["assumed.gemm_efficiency"])
+    vector = factor("vector", eff["assumed.vector_efficiency"])
+    stream = factor("stream", eff["assumed.dram_bandwidth_efficiency"])
+    by_op = {}
+    for op in work["op"].unique():
+        matmul = (factor("conv", gemm) if op in _CONV_OPS else
+                  factor("attention", gemm) if op == OpKind.ATTENTION.value else gemm)
+        by_op[op] = (matmul, factor(op, vector) if op in VECTOR_OPS else vector,
+                     stream if op in VECTOR_OPS else factor(op, stream))
+    rows = np.array([by_op[op] for op in work["op"]], dtype=float).reshape(-1, 3)
+    return rows[:, 0], rows[:, 1], rows[:, 2]
+
+
 @device_model("cpu")
 def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
-              software: str) -> pd.DataFrame:
-    """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a CPU."""
-    if software not in SOFTWARE:
-        raise AccelsimError(f"software '{software}': choose one of {', '.join(SOFTWARE)}")
+              software: str | SoftwareStack) -> pd.DataFrame:
+    """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a CPU under
+    the software stack `software` (a name or a `SoftwareStack`)."""
+    # NB: on a CPU the host is the device: its own single-thread clock scales the dispatch.
+    stack = resolve_software(software, "cpu")[0].on_host(host_single_thread_hz(profile))
     eff = load_efficiency("cpu")
     compute = profile.compute
     unit, matmul_peak = matmul_path(profile, precision)
@@ -81,7 +124,7 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     if mem is None:
         raise AccelsimError(f"{profile.name}: the CPU model needs offchip_memory.bandwidth")
     width = get_format(precision).bytes_per_element
-    tile_m, tile_n = eff["assumed.core_tile"]
+    tile_m, tile_n = stack.cpu_core_tile or eff["assumed.core_tile"]
 
     # NB: a profile without a cache size gets compulsory traffic only (the ideal-reuse bound).
     factors = row_gemm_factors(work, gemms, width, tile_m, tile_n, cores,
@@ -91,17 +134,16 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     matmul = work["matmul"].to_numpy(dtype=bool)
     flops = work["flops"].to_numpy(dtype=float)
     quant = factors["quantization"].to_numpy()
-    vector_rate = vector_peak_flops_per_s(profile, precision) * eff["assumed.vector_efficiency"]
-    compute_s = np.where(matmul, flops * quant / (matmul_peak * eff["assumed.gemm_efficiency"]),
-                         flops / vector_rate)
+    gemm_eff, vector_eff, stream_eff = stack_efficiencies(work, stack, precision, eff)
+    vector_rate = vector_peak_flops_per_s(profile, precision) * vector_eff
+    compute_s = np.where(matmul, flops * quant / (matmul_peak * gemm_eff), flops / vector_rate)
 
-    fused = fused_rows(work) if software == "compiled" else np.zeros(len(work), dtype=bool)
+    fused = stack_fused_rows(work, stack)
     dram, onchip = row_traffic_bytes(work, factors, fused)  # on-chip: through the caches
-    memory_s = dram / (float(mem.bandwidth_bytes_per_s) * eff["assumed.dram_bandwidth_efficiency"])
+    memory_s = dram / (float(mem.bandwidth_bytes_per_s) * stream_eff)
     # NB: a backward matmul's two GEMMs are two ops to the framework, as on the GPU.
     ops = np.where(fused, 0.0, kernel_counts(work))
-    per_op_s = eff[f"assumed.{software}_overhead_per_op_s"]
-    overhead_s = ops * per_op_s
+    overhead_s = ops * stack.host_per_kernel_s("cpu")
 
     energy_j = row_energy_j(profile, precision, np.where(matmul, flops / 2, 0.0),
                             np.where(matmul, 0.0, flops), dram, onchip)

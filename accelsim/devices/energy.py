@@ -14,8 +14,11 @@ DERIVED from its datasheet (never fitted to measurements): the largest on-die po
 figures imply (matrix engine at its most power-hungry peak + the L2/L3 stream of full DRAM
 bandwidth) is shrunk, if needed, so that it plus DRAM power at peak bandwidth plus static power
 equals the TDP (where DRAM alone exceeds it, both shrink alike). Where the 45 nm figures
-already fit (CPUs, FPGAs, TPU v1/v3) the factor is 1; V100 gets 0.85, A100 0.34, H100 0.19.
-A fully busy device thus never exceeds its TDP; `core.finish`'s power cap is a safety net.
+already fit (CPUs, FPGAs, TPU v1/v3) the factor is 1; V100 gets 0.85. A GPU whose profile
+names its process node instead takes V100's factor at its sustained (fitted-efficiency)
+tensor-core load, scaled by node (`dvfs.toml`): V100 and T4 1.6, A100 0.93, H100 0.53;
+where its sustained load then outruns its board limit (a 70 W T4), DVFS in
+`core.finish` lowers the clock and voltage until each kernel fits (`accelsim.devices.dvfs`).
 The factors never fall below `scale_floors` (on die: the 45 nm figures scaled as CV^2 to a 3 nm
 node; off chip: kT ln 2 per bit): a TDP too small for a device's peaks (1 mW on an A100) leaves
 the energy per op physical and the power cap throttles the device instead.
@@ -197,7 +200,7 @@ def _scales(tdp_w: float, static_w: float, dram_w: float, die_w: float) -> tuple
 def scale_floors() -> tuple[float, float]:
     """(on-die, off-chip) factors below which `energy_scales` never goes. On die: CV^2
     scaling of the 45 nm figures to die_scaling.toml's node and supply (about 0.04; the least
-    a built-in profile derives is 0.095). Off chip: Landauer's kT ln 2 per bit (a byte moved
+    a built-in profile derives is 0.15). Off chip: Landauer's kT ln 2 per bit (a byte moved
     overwrites eight) on the cheapest technology, a bound of physics, as no off-chip figure
     for an advanced node is in the reference. Either binds only on an impossible TDP."""
     c = energy_constants()
@@ -205,25 +208,96 @@ def scale_floors() -> tuple[float, float]:
             BITS_PER_BYTE * LANDAUER_J_PER_BIT / min(c.dram_j_per_byte.values()))
 
 
+@lru_cache(maxsize=1)
+def dvfs_settings() -> tuple[str, float]:
+    """(the reference GPU profile of the node scaling, the voltage floor as a fraction of the
+    boost voltage), from hw_profiles/energy/dvfs.toml, validated."""
+    path = builtin_files("hw_profiles", "energy/*.toml").get("dvfs")
+    if path is None:
+        raise AccelsimError("energy data file hw_profiles/energy/dvfs.toml is missing")
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    ref = raw.get("gpu_node_scaling", {}).get("reference_device")
+    floor = raw.get("voltage", {}).get("floor_fraction_of_boost")
+    if not isinstance(ref, str) or not ref:
+        raise ConfigError(str(path), "gpu_node_scaling.reference_device", ref,
+                          "must name a GPU profile")
+    if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 < floor <= 1:
+        raise ConfigError(str(path), "voltage.floor_fraction_of_boost", floor,
+                          "must be a number in (0, 1]")
+    for key in ("gpu_node_scaling.reference_device", "voltage.floor_fraction_of_boost"):
+        if not isinstance(raw.get("sources", {}).get(key), str):
+            raise ConfigError(str(path), f"sources.{key}", None, "needs a source")
+    return ref, float(floor)
+
+
+@lru_cache(maxsize=1)
+def _reference_die_scale_per_nm() -> float:
+    """The reference GPU's on-die factor per nm of its node: the one that makes its sustained
+    tensor-core load (matrix peak x the GPU class's fitted tensor-core efficiency) plus the L2
+    stream, DRAM at peak bandwidth and static power fill its TDP exactly. NB: energy is
+    charged per operation done, so a GPU at its achieved rate must draw what the real card
+    draws at full load; at the datasheet peak it would draw more."""
+    from accelsim.devices.efficiency import load_efficiency
+    from accelsim.devices.profile import load_profile
+
+    name, _ = dvfs_settings()
+    ref = load_profile(name)
+    if ref.device_class != "gpu" or not ref.process_node_nm:
+        raise ConfigError("hw_profiles/energy/dvfs.toml", "gpu_node_scaling.reference_device",
+                          name, "must be a GPU profile with process_node_nm")
+    busy = load_efficiency("gpu")["fitted.tensor_core_efficiency"]
+    headroom_w = float(ref.power.tdp_w) - static_power_w(ref) - _dram_power_w(ref)
+    if not headroom_w > 0:
+        raise ConfigError(ref.source_path, "power.tdp_w", ref.power.tdp_w,
+                          "leaves no on-die power for the reference GPU")
+    return headroom_w / _die_peak_w(ref, busy) / ref.process_node_nm
+
+
 def energy_scales(profile: Any) -> tuple[float, float]:
-    """(on-die, off-chip) energy factors of a device, derived from its datasheet (see the module
-    docstring): 1 where the 45 nm figures at peak fit TDP - static; else the on-die figures
-    shrink so that they plus DRAM at peak bandwidth fill it exactly; never below
+    """(on-die, off-chip) energy factors of a device, derived from datasheets (see the module
+    docstring): a GPU whose profile names its process node takes the reference GPU's on-die
+    factor scaled by node (dvfs.toml; NB: capacitance with the node's name, voltage as at the
+    reference's boost), so a card whose peaks outrun its board limit is power-limited; any
+    other device: 1 where the 45 nm figures at peak fit TDP - static, else the on-die figures
+    shrink so that they plus DRAM at peak bandwidth fill it exactly. Never below
     `scale_floors` (a TDP too small for the peaks then throttles the device instead)."""
+    die, offchip = _tdp_scales(profile)
+    node_nm = getattr(profile, "process_node_nm", None)
+    if profile.device_class == "gpu" and node_nm:
+        die = _reference_die_scale_per_nm() * node_nm
+    die_floor, offchip_floor = scale_floors()
+    return max(die, die_floor), max(offchip, offchip_floor)
+
+
+def _die_peak_w(profile: Any, utilisation: float = 1.0) -> float:
+    """On-die power at the 45 nm figures: the most power-hungry matrix / vector peak (times
+    `utilisation`) plus the L2/L3 stream of full DRAM bandwidth, W."""
     c = energy_constants()
     compute = profile.compute
     peaks = [*compute.matrix_peak_flops_per_s.items(), *compute.vector_peak_flops_per_s.items()]
-    mac_w = max((f / 2 * c.mac_j[p] for p, f in peaks if p in c.mac_j), default=0.0)
+    mac_w = utilisation * max((f / 2 * c.mac_j[p] for p, f in peaks if p in c.mac_j),
+                              default=0.0)
     stream_w = _peak_bandwidth_bytes_per_s(profile) * sram_j_per_byte(profile)
-    die, offchip = _scales(float(profile.power.tdp_w), static_power_w(profile),
-                           _dram_power_w(profile), max(mac_w + stream_w, 1e-30))
-    die_floor, offchip_floor = scale_floors()
-    return max(die, die_floor), max(offchip, offchip_floor)
+    return max(mac_w + stream_w, 1e-30)
+
+
+def _tdp_scales(profile: Any) -> tuple[float, float]:
+    """The factors that make the device's own peaks, DRAM stream and static power fill its
+    TDP (1 where they already fit)."""
+    return _scales(float(profile.power.tdp_w), static_power_w(profile),
+                   _dram_power_w(profile), _die_peak_w(profile))
 
 
 def die_energy_scale(profile: Any) -> float:
     """The on-die factor of `energy_scales`."""
     return energy_scales(profile)[0]
+
+
+def offchip_energy_j(profile: Any, dram_bytes: np.ndarray) -> np.ndarray:
+    """The off-chip part of `dynamic_energy_j` (DRAM energy does not scale with core DVFS)."""
+    mem = profile.offchip_memory
+    tech = None if mem is None else mem.technology
+    return energy_scales(profile)[1] * dram_energy_j(dram_bytes, tech)
 
 
 def dynamic_energy_j(profile: Any, precision: str, matmul_flops: np.ndarray,

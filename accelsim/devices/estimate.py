@@ -3,8 +3,10 @@
     est = estimate(graph, load_profile("a100"), batch=256, precision="bf16", mode="train")
     est.step_time_s, est.throughput_samples_per_s, est.layers  # a DataFrame, one row per op x phase
 
-A pure function of its inputs: the class model is looked up by the profile's class
-(`accelsim.devices.core.CLASS_MODELS`), the roofline and power cap are applied by
+A pure function of its inputs: the software stack is resolved for the device class and the
+host CPU (`accelsim.devices.software`; its per-step host time is added here), the class model
+is looked up by the profile's class (`accelsim.devices.core.CLASS_MODELS`), the roofline and
+power cap (DVFS on GPUs, `accelsim.devices.dvfs`) are applied by
 `accelsim.devices.core.finish`, and the memory need is checked against the device's capacity.
 Every result is checked against the laws of `accelsim.devices.invariants` (a violation raises
 `InvariantError`, a bug). Energy is reported in two parts: the device's, and the host CPU's
@@ -21,19 +23,14 @@ import pandas as pd
 
 from accelsim.devices.core import CLASS_MODELS, bottleneck, finish
 from accelsim.devices.invariants import check_estimate, check_graph
-from accelsim.devices.precision import (
-    cannot_train,
-    compute_precision,
-    hardware_key,
-    software_applied,
-)
+from accelsim.devices.precision import cannot_train, compute_precision, hardware_key
+from accelsim.devices.software import DEFAULT, SoftwareStack, resolve_software
 from accelsim.errors import AccelsimError
 from accelsim.workload.graph import Graph
 from accelsim.workload.memory import largest_batch, memory_need
 from accelsim.workload.tables import totals, unsupported_ops
 from accelsim.workload.work import gemms_for, work_table
 
-SOFTWARE = ("eager", "compiled")
 _CLASS_MODULES = {"null": "null", "gpu": "gpu", "cpu": "cpu", "tpu": "systolic", "fpga": "fpga",
                   "npu": "npu"}
 
@@ -55,6 +52,17 @@ def power_limits_w(profile: Any) -> tuple[float, float]:
     from accelsim.devices.energy import static_power_w
 
     return profile.power.tdp_w, static_power_w(profile)
+
+
+def voltage_floor(profile: Any) -> float | None:
+    """The DVFS voltage floor of a device whose clock drops under the power limit (GPUs:
+    `accelsim.devices.dvfs`); None for the others, whose power cap stretches time uniformly
+    (NB: TPUs, FPGAs, NPUs and CPUs publish no base clock to anchor a V-F curve here)."""
+    if profile.device_class != "gpu":
+        return None
+    from accelsim.devices.energy import dvfs_settings
+
+    return dvfs_settings()[1]
 
 
 def capacity_bytes(profile: Any) -> float | None:
@@ -85,6 +93,7 @@ class DeviceEstimate:
     software_applied: str = ""  # what the cost model charged ("" = `software`)
     notes: list[str] = field(default_factory=list)  # where the run differs from the request
     host_energy_j: float = 0.0  # the part of energy_j the host CPU spent (NPU fallback)
+    clock_hz: float | None = None  # the rated clock (GPU boost) DVFS fractions refer to
 
     @property
     def throughput_samples_per_s(self) -> float:
@@ -111,6 +120,14 @@ class DeviceEstimate:
         return self.host_energy_j / self.step_time_s
 
     @property
+    def sustained_clock_fraction(self) -> float:
+        """Time-weighted share of the rated clock the device ran at over the step (1: never
+        power-limited; DVFS in `core.finish`)."""
+        t = self.layers["time_s"].to_numpy()
+        f = self.layers["clock_fraction"].to_numpy() if "clock_fraction" in self.layers else 1
+        return float((f * t).sum() / t.sum()) if t.sum() > 0 else 1.0
+
+    @property
     def energy_j_per_sample(self) -> float:
         return self.energy_j / self.batch_size
 
@@ -120,11 +137,18 @@ class DeviceEstimate:
 
 
 def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str = "infer",
-             software: str = "eager", optimizer: str = "sgd") -> DeviceEstimate:
+             software: str = DEFAULT, optimizer: str = "sgd",
+             host_single_thread_hz: float | None = None,
+             host_cpu: Any = None, measured: pd.DataFrame | None = None) -> DeviceEstimate:
     """Cost one inference batch (`mode="infer"`) or one training step (`"train"`: forward,
-    backward and optimizer update) of `graph` on the device described by `profile`."""
-    if software not in SOFTWARE:
-        raise AccelsimError(f"software '{software}': choose one of {', '.join(SOFTWARE)}")
+    backward and optimizer update) of `graph` on the device described by `profile`, under the
+    software stack `software` ("default": the device class's) on a host CPU of that
+    single-thread clock (None: the stack's reference host). `host_cpu`: the system's CPU
+    profile, which runs the ops an NPU cannot (None: `npu.DEFAULT_HOST` stands in).
+    `measured`: per-op measurements of the executed kernels (`accelsim.kernels.measure`),
+    applied by `accelsim.devices.sparsity` (zero gating, 2:4 sparsity) and reported per layer."""
+    stack, software_note = resolve_software(software, profile.device_class,
+                                            host_single_thread_hz)
     if batch < 1:
         raise AccelsimError(f"batch size must be at least 1, not {batch}")
     why_not = cannot_train(profile) if mode == "train" else None
@@ -134,10 +158,19 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
               "precision": precision, "mode": mode, "software": software, "optimizer": optimizer}
     check_graph(graph, inputs)
     work = work_table(graph, batch, precision, mode, optimizer)
+    fallback = {"host": host_cpu} if host_cpu is not None and profile.device_class == "npu" \
+        else {}
     costs = class_model(profile.device_class)(profile, work, gemms_for(graph, batch),
-                                              hardware_key(precision), software)
+                                              hardware_key(precision), stack, **fallback)
+    if measured is not None:
+        from accelsim.devices.sparsity import with_measured_sparsity
+
+        costs = with_measured_sparsity(profile, work, costs, hardware_key(
+            compute_precision(profile, precision)[0]), measured)
+    if profile.device_class != "null":  # NB: the null device's costs are fixed by construction
+        costs = with_step_overhead(costs, stack)
     tdp_w, static_w = power_limits_w(profile)
-    layers = finish(work, costs, tdp_w, static_w)
+    layers = finish(work, costs, tdp_w, static_w, voltage_floor(profile))
     check_estimate(layers, profile, hardware_key(precision), tdp_w, static_w, inputs)
     cap = capacity_bytes(profile)
     need = memory_need(graph, batch, precision, mode, optimizer)
@@ -146,9 +179,13 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
         memory["capacity_bytes"] = None
     memory["largest_batch_that_fits"] = largest_batch(graph, cap, precision, mode, optimizer)
     used, precision_note = compute_precision(profile, precision)
-    applied, software_note = software_applied(profile.device_class, software)
     unsupported = unsupported_ops(graph)
     notes = [n for n in (precision_note, software_note) if n]
+    if fallback == {} and "unit" in layers and (layers["unit"] == "host").any():
+        from accelsim.devices.npu import DEFAULT_HOST
+
+        notes.append(f"ops the NPU cannot run ran on the stand-in host CPU '{DEFAULT_HOST}' "
+                     "(no host CPU profile: the system's CPU is defined inline or not given)")
     if unsupported:
         notes.append(f"{len(unsupported)} op kinds have no cost formula and are not costed: "
                      f"{', '.join(unsupported)}")
@@ -157,24 +194,54 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
         precision=precision, software=software, layers=layers,
         step_time_s=float(layers["time_s"].sum()), energy_j=float(layers["energy_j"].sum()),
         bottleneck=bottleneck(layers), memory=memory, unsupported_ops=unsupported,
-        compute_precision=used, software_applied=applied, notes=notes,
-        host_energy_j=float(layers["host_energy_j"].sum()) if "host_energy_j" in layers else 0.0)
+        compute_precision=used, software_applied=stack.name, notes=notes,
+        host_energy_j=float(layers["host_energy_j"].sum()) if "host_energy_j" in layers else 0.0,
+        clock_hz=getattr(getattr(profile, "compute", None), "clock_hz", None))
 
 
-def summary(est: DeviceEstimate, graph: Graph, layers: bool = True) -> dict[str, Any]:
+def with_step_overhead(costs: pd.DataFrame, stack: SoftwareStack) -> pd.DataFrame:
+    """`costs` with the stack's host time per step (and per request: NB one request per
+    batch) added to the overhead, serial with the device's work. NB: spread evenly over the
+    rows, so that no one layer carries the whole step's host time in the layer table."""
+    step_s = stack.host_per_step_s + stack.host_per_request_s
+    if step_s <= 0 or costs.empty:
+        return costs
+    out = costs.copy()
+    out["overhead_s"] = out["overhead_s"] + step_s / len(out)
+    return out
+
+
+def _clock(est: DeviceEstimate, rated_hz: float | None) -> dict[str, Any]:
+    """Rated and sustained clock (time-weighted over the step) and the share of time spent
+    power-limited."""
+    t = est.layers["time_s"]
+    limited = float(t[est.layers.get("clock_fraction", 1.0) < 1].sum() / t.sum()) if (
+        "clock_fraction" in est.layers and t.sum() > 0) else 0.0
+    frac = est.sustained_clock_fraction
+    return {"rated_mhz": None if rated_hz is None else rated_hz / 1e6,
+            "sustained_mhz": None if rated_hz is None else frac * rated_hz / 1e6,
+            "sustained_fraction": frac, "power_limited_time_share": limited}
+
+
+def summary(est: DeviceEstimate, graph: Graph, layers: bool = True,
+            profile_clock_hz: float | None = None) -> dict[str, Any]:
     """The JSON-ready record of an estimate (what `accelsim simulate --json` prints); with
-    `layers` False its per-layer list is left empty (the totals are unchanged)."""
+    `layers` False its per-layer list is left empty (the totals are unchanged).
+    `profile_clock_hz`: the device's rated clock (None: `est.clock_hz`)."""
+    profile_clock_hz = profile_clock_hz or est.clock_hz
     tot = totals(graph)
     cols = ["name", "op", "phase", "flops", "bytes", "dram_bytes", "time_s", "energy_j", "bound"]
     if est.layers["cycles"].notna().any():
         cols.append("cycles")
-    extra = [c for c in ("unit", "host_energy_j") if c in est.layers]
-    return {
+    extra = [c for c in ("unit", "host_energy_j", "stall_cycles", "output_error",
+                         "input_sparsity", "weight_sparsity") if c in est.layers]
+    record = {
         "workload": {"name": graph.name, "mode": est.mode, "batch_size": est.batch_size,
                      "precision": est.precision, "params": tot["params"],
                      "flops_per_sample": tot["flops_per_sample"]},
         "hardware": {"name": est.device, "class": est.device_class,
                      "software": est.software_applied or est.software,
+                     "software_default": est.software == DEFAULT,
                      "compute_precision": est.compute_precision or est.precision},
         "throughput_samples_per_s": est.throughput_samples_per_s,
         "latency_s": est.step_time_s,
@@ -185,12 +252,17 @@ def summary(est: DeviceEstimate, graph: Graph, layers: bool = True) -> dict[str,
         "device_energy_j_per_sample": est.device_energy_j / est.batch_size,
         "host_energy_j_per_sample": est.host_energy_j / est.batch_size,
         "bottleneck": est.bottleneck,
+        "clock": _clock(est, profile_clock_hz),
         "memory": est.memory,
         "time_by_phase_s": {p: est.phase_time_s(p) for p in est.layers["phase"].unique()},
         "layers": _records(est.layers[cols + extra]) if layers else [],
         "unsupported_ops": est.unsupported_ops,
         "notes": list(est.notes),
     }
+    # A cycle-counted array (systolic): the whole network; None elsewhere (same keys always).
+    record["total_cycles"] = (float(est.layers["cycles"].sum()) if "stall_cycles" in est.layers
+                              else None)
+    return record
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:

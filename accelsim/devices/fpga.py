@@ -17,6 +17,15 @@ Two compute paths, both from the profile:
 
 Non-matmul ops run on the overlay's misc engine, NB: one element op per PP x OCP lane per core
 per cycle (the width of one output tile), or on the fabric at one op per DSP MAC lane.
+
+On the overlay the DPU compiler's graph is run (Vitis AI, whatever `software` says): normalisation
+and elementwise rows fuse into their producer (`mapping.fused_rows`; NB: BN folded, activations
+and residual adds applied as a tile drains through the misc engine, the excess over the
+producer's time charged as on an NPU), moving only a residual input; every other overlay
+layer's tile cycles are divided by `fitted.overlay_mac_efficiency` (hw_profiles/efficiency/
+fpga.toml: one factor for every DPU board, fitted on the ZCU102 and Alveo U200 rows of
+calibration_measurements.csv by `benchmarks/fidelity_dpu.py`). NB: no per-layer dispatch time:
+those rows (large CNNs, every engine busy) cannot separate it from the MAC efficiency.
 On-chip BRAM + URAM hold the tiles, half of them double-buffering: `mapping.refetch_bytes`
 decides the extra DDR/HBM traffic when a layer does not fit. NB: only the primary off-chip
 memory (HBM on the U280) is used; `secondary_memory` is not.
@@ -30,8 +39,11 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.core import device_model
+from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import (
     DOUBLE_BUFFERED_RESIDENT_FRACTION,
+    drain_excess_s,
+    fused_rows,
     onchip_capacity_bytes,
     operand_bytes,
     per_row,
@@ -98,10 +110,13 @@ def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     vec = vector_flops(work, macs)
     ov = _overlay(profile, precision)
     width_bytes = get_format(precision).bytes_per_element
+    fused = fused_rows(work) if ov is not None else np.zeros(n_rows, dtype=bool)
     if ov is not None:
+        mac_efficiency = load_efficiency("fpga")["fitted.overlay_mac_efficiency"]
         clock_hz = ov.clock_hz
-        mm_cycles = per_row(overlay_cycles(g["m"], g["n"], g["k"], g["count"], ov), g["row"],
-                            n_rows)
+        tile_cycles = per_row(overlay_cycles(g["m"], g["n"], g["k"], g["count"], ov), g["row"],
+                              n_rows)
+        mm_cycles = tile_cycles / mac_efficiency
         misc_ops_per_cycle = ov.cores * ov.pixel_parallelism * ov.output_channel_parallelism
         # Buffer reads per busy cycle and core: PP x ICP activations and ICP x OCP weights.
         per_cycle_bytes = ov.cores * width_bytes * ov.input_channel_parallelism * (
@@ -110,27 +125,39 @@ def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
         width = dsp_width(profile, precision)
         clock_hz = float(profile.compute.clock_hz)
         lanes = dsp_macs_per_s(profile, width) / clock_hz
-        mm_cycles = np.ceil(macs / lanes)
+        mm_cycles = tile_cycles = np.ceil(macs / lanes)
         misc_ops_per_cycle = lanes
         per_cycle_bytes = 0.0
     misc_cycles = np.ceil(vec / misc_ops_per_cycle)
     # NB: a matmul row's own vector work (bias, activation) runs after its GEMMs.
-    compute_cycles = mm_cycles + misc_cycles
+    compute_cycles = np.where(fused, 0.0, np.ceil(mm_cycles) + misc_cycles)
     acts, weights, outs = operand_bytes(work)
     onchip = profile.onchip_memory
     capacity = onchip_capacity_bytes(onchip.bram_bytes, onchip.uram_bytes)
-    dram = acts + weights + outs + refetch_bytes(acts, weights, capacity,
-                                                 DOUBLE_BUFFERED_RESIDENT_FRACTION)
+    residual = np.maximum(work["read_bytes"].to_numpy(dtype=float) - outs, 0.0)
+    dram = np.where(fused, residual, acts + weights + outs + refetch_bytes(
+        acts, weights, capacity, DOUBLE_BUFFERED_RESIDENT_FRACTION))
     # NB: without an overlay the fabric's buffer traffic is taken as each operand once.
-    buffer = np.where(mm_cycles > 0, mm_cycles * per_cycle_bytes, 0.0) + acts + weights + outs
+    # NB: buffer reads count the busy tile cycles, not the stalls the efficiency adds.
+    buffer = np.where(fused, residual, tile_cycles * per_cycle_bytes + acts + weights + outs)
     memory_s = dram / profile.offchip_memory.bandwidth_bytes_per_s
-    stall = np.ceil(np.maximum(memory_s * clock_hz - compute_cycles, 0.0))
+    compute_s = compute_cycles / clock_hz
+    if fused.any():
+        # Fused work drains through the misc engine while a GEMM producer runs: free while the
+        # engine keeps up, the excess charged where it does not (as on an NPU). A non-matmul
+        # producer occupies the misc engine itself: its fused work queues behind it.
+        own_s = np.where(work["matmul"].to_numpy(dtype=bool), np.maximum(compute_s, memory_s),
+                         0.0)
+        compute_s = np.where(fused, drain_excess_s(work, fused, misc_cycles / clock_hz, own_s),
+                             compute_s)
+    stall = np.ceil(np.maximum((memory_s - compute_s) * clock_hz, 0.0))
     return pd.DataFrame({
-        "compute_s": compute_cycles / clock_hz,
+        "compute_s": compute_s,
         "memory_s": memory_s,
         "overhead_s": np.zeros(n_rows),
         "dynamic_energy_j": row_energy_j(profile, precision, macs, vec, dram, buffer),
         "dram_bytes": dram,
         "onchip_bytes": buffer,
-        "cycles": compute_cycles + stall,
+        "cycles": np.ceil(compute_s * clock_hz) + stall,
+        "unit": np.where(fused, "fused", "overlay" if ov is not None else "fabric"),
     }, index=work.index)

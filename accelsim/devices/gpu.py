@@ -1,5 +1,5 @@
 """The GPU class model: tensor cores or CUDA cores, CTA tiles in waves over the SMs, L2 reuse,
-DRAM streams, kernel launch and framework overhead, under an eager or a compiled software stack.
+DRAM streams, kernel launch and framework overhead, under a software stack (`software`).
 
     costs = gpu_costs(load_profile("a100"), work, gemms, "fp16", "eager")
 
@@ -11,12 +11,14 @@ Per row of the work table:
 - other rows stream their bytes at the achievable DRAM bandwidth; their FLOPs run on the CUDA
   cores at the precision's vector peak (fp32's where the profile lists none: NB PyTorch
   computes half-precision elementwise math in fp32 registers).
-- eager ("PyTorch-like"): every kernel pays a launch gap on the GPU, and the host's framework
-  time per kernel overlaps the GPU's work: a kernel shorter than it leaves the GPU idle.
-  compiled ("TensorRT/XLA-like"): elementwise and normalisation rows are fused into their
-  producer (their overhead vanishes, their DRAM traffic shrinks to inputs the producer did
-  not write) and the host overhead per kernel is a graph replay's. Eager below 32 bits is
-  autocast: one extra cast kernel per weighted matmul per forward (`amp_weight_casts`).
+- the software stack (`hw_profiles/software/`, `accelsim.devices.software`) sets the rest:
+  every kernel pays a launch gap on the GPU, and the host's framework time per kernel (the
+  stack's, scaled to the host CPU) overlaps the GPU's work: a kernel shorter than it leaves
+  the GPU idle. Rows of the op groups the stack fuses join their producer kernel (their
+  overhead vanishes, their DRAM traffic shrinks to inputs the producer did not write). A stack
+  with weight casts (autocast) adds one cast kernel per weighted matmul per forward
+  (`amp_weight_casts`); its layout conversions add transposes around tensor-core convs; its
+  efficiency modifiers multiply the factors below (capped at 1).
 Peaks, SM count, L2, bandwidth and clock come from the profile; efficiencies, tiles and
 overheads from `hw_profiles/efficiency/gpu.toml` (fitted ones named with their fit set).
 """
@@ -30,13 +32,18 @@ import pandas as pd
 
 from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.mapping import fused_rows, kernel_counts, listed_vector_peak, row_energy_j
+from accelsim.devices.energy import offchip_energy_j
+from accelsim.devices.mapping import kernel_counts, listed_vector_peak, row_energy_j
+from accelsim.devices.software import (
+    SoftwareStack,
+    layout_conversions,
+    resolve_software,
+    stack_fused_rows,
+)
 from accelsim.devices.tiling import core_costs, row_gemm_factors, row_traffic_bytes
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.kernels.formats import get_format
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
-
-SOFTWARE = ("eager", "compiled")
 
 
 def matmul_path(profile: Any, precision: str) -> tuple[str, float]:
@@ -62,20 +69,15 @@ def vector_peak_flops_per_s(profile: Any, precision: str) -> float:
     return listed
 
 
-def amp_weight_casts(work: pd.DataFrame, precision: str, software: str) -> np.ndarray:
-    """Cast kernels per row: eager below 32 bits is autocast (AMP), which casts each fp32
-    master weight to the compute precision once per forward (one kernel per weighted matmul
-    row). NB: a compiled engine folds the casts into its prepared weights."""
-    if software != "eager" or get_format(precision).bytes_per_element >= MASTER_WEIGHT_BYTES:
+def amp_weight_casts(work: pd.DataFrame, precision: str, weight_casts: bool) -> np.ndarray:
+    """Cast kernels per row: a stack with `weight_casts` (autocast) below 32 bits casts each
+    fp32 master weight to the compute precision once per forward (one kernel per weighted
+    matmul row). NB: a compiled engine folds the casts into its prepared weights."""
+    if not weight_casts or get_format(precision).bytes_per_element >= MASTER_WEIGHT_BYTES:
         return np.zeros(len(work))
     forward = (work["phase"] == "forward").to_numpy()
     weighted = work["matmul"].to_numpy(dtype=bool) & (work["weight_bytes"] > 0).to_numpy()
     return (forward & weighted).astype(float)
-
-
-def _check_software(software: str) -> None:
-    if software not in SOFTWARE:
-        raise AccelsimError(f"software '{software}': choose one of {', '.join(SOFTWARE)}")
 
 
 def _require(profile: Any, value: Any, field: str) -> float:
@@ -87,9 +89,10 @@ def _require(profile: Any, value: Any, field: str) -> float:
 
 @device_model("gpu")
 def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
-              software: str) -> pd.DataFrame:
-    """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a GPU."""
-    _check_software(software)
+              software: str | SoftwareStack) -> pd.DataFrame:
+    """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a GPU under
+    the software stack `software` (a name, or a resolved `SoftwareStack` on its host)."""
+    stack, _ = resolve_software(software, "gpu")
     eff = load_efficiency("gpu")
     unit, matmul_peak = matmul_path(profile, precision)
     sm_count = _require(profile, profile.compute.sm_count, "compute.sm_count")
@@ -100,8 +103,11 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
                          "offchip_memory.bandwidth")
     tile_m, tile_n = eff[f"assumed.cta_tile.{precision}"]
     width = get_format(precision).bytes_per_element
-    gemm_eff = eff[f"fitted.{'tensor' if unit == 'tensor_core' else 'cuda'}_core_efficiency"]
-    achievable_bw = bandwidth * eff["fitted.dram_bandwidth_efficiency"]
+    core = "tensor_core" if unit == "tensor_core" else "cuda_core"
+    # NB: a stack's modifier cannot lift a factor above 1 (the datasheet peak).
+    gemm_eff = min(eff[f"fitted.{core}_efficiency"] * stack.modifier(core), 1.0)
+    achievable_bw = bandwidth * min(
+        eff["fitted.dram_bandwidth_efficiency"] * stack.modifier("dram_bandwidth"), 1.0)
 
     factors = row_gemm_factors(work, gemms, width, tile_m, tile_n, sm_count,
                                eff["assumed.split_k_min_k"], l2_bytes,
@@ -110,19 +116,22 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     flops = work["flops"].to_numpy(dtype=float)
     quant = factors["quantization"].to_numpy()
 
-    vector_rate = vector_peak_flops_per_s(profile, precision) * eff["fitted.cuda_core_efficiency"]
+    vector_rate = vector_peak_flops_per_s(profile, precision) * min(
+        eff["fitted.cuda_core_efficiency"] * stack.modifier("cuda_core"), 1.0)
     compute_s = np.where(matmul, flops * quant / (matmul_peak * gemm_eff), flops / vector_rate)
 
-    fused = fused_rows(work) if software == "compiled" else np.zeros(len(work), dtype=bool)
-    casts = amp_weight_casts(work, precision, software)
+    fused = stack_fused_rows(work, stack)
+    casts = amp_weight_casts(work, precision, stack.weight_casts)
+    transposes = layout_conversions(work, stack, unit == "tensor_core")
     dram, onchip = row_traffic_bytes(work, factors, fused)  # on-chip: through L2
+    activation_bytes = (work["read_bytes"] - work["weight_bytes"]).to_numpy(dtype=float)
+    # NB: a transpose reads and writes the conv's input activation once through DRAM.
     dram = dram + casts * work["weight_bytes"].to_numpy(dtype=float) * (
-        MASTER_WEIGHT_BYTES / width + 1.0)
+        MASTER_WEIGHT_BYTES / width + 1.0) + transposes * 2.0 * activation_bytes
     memory_s = dram / achievable_bw
 
-    kernels = np.where(fused, 0.0, kernel_counts(work)) + casts
-    host_per_kernel_s = (eff["fitted.eager_host_overhead_per_kernel_s"] if software == "eager"
-                         else eff["assumed.compiled_host_overhead_per_kernel_s"])
+    kernels = np.where(fused, 0.0, kernel_counts(work)) + casts + transposes
+    host_per_kernel_s = stack.host_per_kernel_s("gpu")
     busy_s = np.maximum(compute_s, memory_s)
     # NB: host work overlaps the GPU kernel by kernel (asynchronous launch); the GPU idles only
     # when a kernel is shorter than the host time that issues the next one.
@@ -131,5 +140,7 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
 
     energy_j = row_energy_j(profile, precision, np.where(matmul, flops / 2, 0.0),
                             np.where(matmul, 0.0, flops), dram, onchip)
-    return core_costs(work, compute_s, memory_s, overhead_s, energy_j, dram, onchip, clock_hz,
-                      np.where(fused, "fused", np.where(matmul, unit, "cuda_core")), kernels)
+    costs = core_costs(work, compute_s, memory_s, overhead_s, energy_j, dram, onchip, clock_hz,
+                       np.where(fused, "fused", np.where(matmul, unit, "cuda_core")), kernels)
+    costs["offchip_energy_j"] = offchip_energy_j(profile, dram)  # DVFS leaves it unscaled
+    return costs

@@ -43,7 +43,9 @@ from accelsim.workload.graph import Graph
 from accelsim.workload.tables import counts_table
 
 REL_TOL = 1e-9  # float rounding of sums of many rows
-LOOKUP_OPS = frozenset({"embedding"})  # ops that read rows of a table chosen by their indices
+# ops that read only the part of an input they select: rows of a table chosen by their
+# indices (embedding), or the elements a slice keeps
+LOOKUP_OPS = frozenset({"embedding", "slice"})
 _NONNEGATIVE = ("flops", "read_bytes", "write_bytes", "bytes", "dram_bytes", "onchip_bytes",
                 "compute_s", "memory_s", "overhead_s", "time_s", "dynamic_energy_j", "energy_j")
 
@@ -284,7 +286,8 @@ def _graph_problem(graph: Graph) -> str | None:
         inputs = float(sum(elems[t] for t in op.inputs))
         out = float(elems[op.name])
         scratch_ok = op.kind.value in LOOKUP_OPS or read - inputs == write - out
-        if read < inputs or write < out or not scratch_ok:
+        partial = op.kind.value in LOOKUP_OPS
+        if (read < inputs and not partial) or write < out or not scratch_ok:
             return (f"op '{op.name}' ({op.kind.value}) reads {read:g} elements of inputs "
                     f"holding {inputs:g} and writes {write:g} for an output of {out:g}")
     return None
@@ -318,14 +321,16 @@ def check_training(res: Any, planned_samples: int, tdp_w: float, static_w: float
     _check_values({**{f"utilization[{k}]": v for k, v in res.utilization.items()},
                    "accelerator_utilization": res.accelerator_utilization}, context,
                   "utilization", upper=1.0)
-    energy = dict(res.energy_breakdown_j)
+    energy = {k: v for k, v in res.energy_breakdown_j.items() if v is not None}  # None: unknown
     total = energy.pop("total")
     _check_values(energy, context, "energy")
     if not math.isclose(total, sum(energy.values()), rel_tol=REL_TOL, abs_tol=1e-300):
         raise fail("energy", context, f"total {total!r} J != sum of parts {energy}")
     if host_fallback or math.isinf(tdp_w):
         return
-    device_w = (energy["accelerators"] + energy["static"]) / (res.run_time_s * res.devices)
+    # The devices draw their compute, static and (on their SMs or engines) decode energy.
+    device_w = (energy["accelerators"] + energy["static"] + energy.get("decode", 0.0)) / (
+        res.run_time_s * res.devices)
     if device_w > tdp_w * (1 + REL_TOL):
         raise fail("power within TDP", context, f"accelerators average {device_w:.6g} W per "
                    f"device over the run, above the TDP {tdp_w:g} W (static {static_w:g} W)")

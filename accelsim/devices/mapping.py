@@ -29,9 +29,13 @@ DOUBLE_BUFFERED_RESIDENT_FRACTION = 0.5
 # The gradient GEMMs of a forward (m x k) @ (k x n) = (m x n), as (m, n, k) in forward dims
 # (`gemms_for`): dX (m x k) = dY (m x n) @ W^T (n x k); dW (k x n) = X^T (k x m) @ dY (m x n).
 GRADIENT_GEMMS = {"dx": ("m", "k", "n"), "dw": ("k", "n", "m")}
-FUSABLE_OPS = frozenset({k.value for k in ELEMENTWISE_KINDS}
-                        | {OpKind.BATCHNORM.value, OpKind.LAYERNORM.value,
-                           OpKind.RMSNORM.value, OpKind.SOFTMAX.value})
+# Op groups a compiler may fuse into their producer kernel (a software stack's `graph.fuses`).
+FUSION_GROUP_OPS = {
+    "elementwise": frozenset(k.value for k in ELEMENTWISE_KINDS),
+    "normalization": frozenset({OpKind.BATCHNORM.value, OpKind.LAYERNORM.value,
+                                OpKind.RMSNORM.value, OpKind.SOFTMAX.value}),
+}
+FUSABLE_OPS = FUSION_GROUP_OPS["elementwise"] | FUSION_GROUP_OPS["normalization"]
 _DIMS = ("m", "n", "k")
 
 
@@ -154,13 +158,15 @@ def _launches_kernel(work: pd.DataFrame) -> np.ndarray:
     return (flops > 0) | (moved > 0)
 
 
-def fused_rows(work: pd.DataFrame, on_engine: np.ndarray | None = None) -> np.ndarray:
+def fused_rows(work: pd.DataFrame, on_engine: np.ndarray | None = None,
+               fusable_ops: frozenset[str] = FUSABLE_OPS) -> np.ndarray:
     """Rows a compiling engine fuses into their producer: elementwise and normalisation ops
     that have a producer kernel in the same phase (forward: the kernel before; backward, which
     runs in reverse order: the kernel after). `on_engine` (default: every row) marks the rows
     the fusing engine runs: a row elsewhere (an NPU's host fallback) is neither fused nor a
-    producer to fuse into. NB: table order stands in for graph edges."""
-    fusable = work["op"].isin(FUSABLE_OPS).to_numpy()
+    producer to fuse into. `fusable_ops`: the op kinds the engine fuses (default: both groups
+    of `FUSION_GROUP_OPS`). NB: table order stands in for graph edges."""
+    fusable = work["op"].isin(fusable_ops).to_numpy()
     kernel = _launches_kernel(work)
     engine = np.ones(len(work), dtype=bool) if on_engine is None else np.asarray(on_engine)
     phase = work["phase"].to_numpy()
@@ -204,6 +210,21 @@ def producer_rows(work: pd.DataFrame, fused: np.ndarray) -> np.ndarray:
         take = fused[rows] & (seen >= 0)
         group[rows[take]] = rows[seen[take]]
     return group
+
+
+def drain_excess_s(work: pd.DataFrame, fused: np.ndarray, vec_s: np.ndarray,
+                   own_s: np.ndarray) -> np.ndarray:
+    """Per fused row, its share of the time its kernel's fused work takes beyond the producer
+    kernel's own time (`own_s`: roofline plus dispatch): zero while the post-processing unit
+    keeps up, shared in proportion to each fused row's vector time when it does not. NB: the
+    drain overlaps the producer's whole time, perfectly."""
+    group = producer_rows(work, fused)
+    n_rows = len(work)
+    fused_total_s = np.bincount(group, weights=np.where(fused, vec_s, 0.0), minlength=n_rows)
+    excess_s = np.maximum(fused_total_s - np.where(fused, 0.0, own_s), 0.0)[group]
+    share = np.divide(vec_s, fused_total_s[group], out=np.zeros(n_rows),
+                      where=fused_total_s[group] > 0)
+    return np.where(fused, excess_s * share, 0.0)
 
 
 def kernel_counts(work: pd.DataFrame) -> np.ndarray:

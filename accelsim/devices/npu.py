@@ -30,7 +30,8 @@ Per row of the work table:
   activations that overflow the SRAM stream too.
 - the power envelope is the TDP cap of `core.finish`.
 - ops outside `compute.supported_ops` (absent = all run) fall back to the host CPU
-  (`host`, default the `DEFAULT_HOST` profile, as the Edge TPU's USB host): the CPU class model
+  (`host`: the system's own CPU profile; `DEFAULT_HOST` stands in only where there is none,
+  e.g. an inline CPU of a system file, and the estimate says so): the CPU class model
   costs them (at the same precision, else fp32), and the row pays the host-link transfer of
   its input when the row before it ran on the NPU and of its output when the row after does.
   Column `unit` says where each row ran ("npu", "fused" or "host"). A host row's time is all
@@ -55,6 +56,7 @@ from accelsim.devices.core import device_model, finish
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import (
     DOUBLE_BUFFERED_RESIDENT_FRACTION,
+    drain_excess_s,
     fused_rows,
     kernel_counts,
     link_energy_j,
@@ -62,7 +64,6 @@ from accelsim.devices.mapping import (
     onchip_capacity_bytes,
     operand_bytes,
     per_row,
-    producer_rows,
     refetch_bytes,
     row_energy_j,
     row_gemms,
@@ -71,7 +72,7 @@ from accelsim.devices.mapping import (
 from accelsim.devices.profile_types import DeviceProfile
 from accelsim.errors import AccelsimError, PrecisionError
 
-DEFAULT_HOST = "xeon-8380"  # profile name of the host CPU that runs unsupported ops
+DEFAULT_HOST = "xeon-8380"  # stand-in host CPU for unsupported ops when no CPU profile is given
 
 
 def matmul_rate(profile: DeviceProfile, precision: str) -> tuple[str, float]:
@@ -174,21 +175,6 @@ def _boundaries(work: pd.DataFrame, host_rows: np.ndarray) -> tuple[np.ndarray, 
     return host_rows & same_prev & npu_prev, host_rows & same_next & npu_next
 
 
-def drain_excess_s(work: pd.DataFrame, fused: np.ndarray, vec_s: np.ndarray,
-                   own_s: np.ndarray) -> np.ndarray:
-    """Per fused row, its share of the time its kernel's fused work takes beyond the producer
-    kernel's own time (`own_s`: roofline plus dispatch): zero while the post-processing unit
-    keeps up, shared in proportion to each fused row's vector time when it does not. NB: the
-    drain overlaps the producer's whole time, perfectly."""
-    group = producer_rows(work, fused)
-    n_rows = len(work)
-    fused_total_s = np.bincount(group, weights=np.where(fused, vec_s, 0.0), minlength=n_rows)
-    excess_s = np.maximum(fused_total_s - np.where(fused, 0.0, own_s), 0.0)[group]
-    share = np.divide(vec_s, fused_total_s[group], out=np.zeros(n_rows),
-                      where=fused_total_s[group] > 0)
-    return np.where(fused, excess_s * share, 0.0)
-
-
 @device_model("npu")
 def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
               precision: str, software: str, host: DeviceProfile | None = None
@@ -205,9 +191,9 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     fused = fused_rows(work, ~host_rows)
     vec_s = vec / vector_rate(profile, precision, mac_per_s)
     # Fused work drains through the post-processing unit beside the MAC array while the
-    # producer runs: free while that unit keeps up, the excess charged (`drain_excess_s`,
-    # below) where it does not; where matmuls run on the vector path it shares their unit and
-    # costs its time there.
+    # producer runs: free while that unit keeps up, the excess charged where it does not
+    # (`mapping.drain_excess_s`, below); where matmuls run on the vector path it shares their
+    # unit and costs its time there.
     compute_s = np.where(fused, 0.0 if path == "matrix" else vec_s, matmul_s + vec_s)
     onchip = profile.onchip_memory
     capacity = onchip_capacity_bytes(onchip.sram_bytes) or onchip_capacity_bytes(

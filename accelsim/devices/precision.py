@@ -4,7 +4,6 @@ one asked for. Stateless rules, one place, so that every output says what ran.
     hardware_key("fp8_e4m3")                    # "fp8": profiles list fp8 peaks once
     compute_precision(load_profile("tpu-v3"), "fp16")  # ("bf16", "tpu-v3 runs fp16 ... bf16")
     fallback_precision("fp16", ("int8",))       # "int8"
-    software_applied("tpu", "eager")            # ("compiled (ahead of time)", "...")
     cannot_train(load_profile("tpu-v1"))        # "tpu-v1 is an inference-only device: ..."
 """
 
@@ -16,10 +15,6 @@ from accelsim.kernels.formats import get_format
 
 # FPGA DSP operand widths that carry floating-point formats (fp16 / bf16 mantissas, `fpga`).
 _FLOAT_DSP_WIDTHS = frozenset({"int16"})
-
-# Device classes whose cost model charges a framework's per-op host time (`software`
-# matters); the others compile ahead of time (XLA, the DPU compiler, NPU toolchains).
-FRAMEWORK_CLASSES = frozenset({"gpu", "cpu", "null"})
 
 
 def hardware_key(precision: str) -> str:
@@ -66,15 +61,6 @@ def _known(precision: str) -> bool:
     except Exception:  # noqa: BLE001 - any unknown name is simply skipped
         return False
     return True
-
-
-def software_applied(device_class: str, software: str) -> tuple[str, str | None]:
-    """(the software the cost model applied, a note when that is not what was asked for)."""
-    if device_class in FRAMEWORK_CLASSES:
-        return software, None
-    return "compiled (ahead of time)", (
-        f"this {device_class.upper()} runs a graph compiled ahead of time: software "
-        f"'{software}' (a framework's per-op host time) does not apply")
 
 
 def cannot_train(profile: Any) -> str | None:

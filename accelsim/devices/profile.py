@@ -11,7 +11,8 @@
 THE SCHEMA (a contract with the cost models; the tables are in `profile_schema.py`)
 
 Top level: `class` (one of cpu, gpu, tpu, fpga, npu), `display_name`, `vendor`, optional `notes`,
-optional `inference_only` (true for a product that cannot train, with its source),
+optional `inference_only` (true for a product that cannot train, with its source), optional
+`process_node_nm` (the foundry node's name in nm: it scales a GPU's energy per op, `energy`),
 then the tables below and `[sources]`. A device is a composition: compute units, on-chip memory,
 off-chip memory, host link, power. Unknown keys, missing keys, wrong types, values <= 0, unknown
 classes / precisions / technologies / link kinds, and keys not valid for the device's class are
@@ -37,12 +38,15 @@ Precisions: fp32, tf32, fp16, bf16, fp8, int8.
     TPU core, FPGA kernel clock); required for gpu, tpu, fpga, cpu.
     gpu: sm_count (req; AMD CUs), cuda_cores, tensor_cores, base_clock
     cpu: cores, sockets (1 per profile), simd_width_bits, fma_units_per_core (all req), threads,
-         base_clock, max_turbo_clock, all_core_turbo_clock
+         base_clock, max_turbo_clock, all_core_turbo_clock, single_thread_equiv_clock
+         (single-thread speed as an Ice Lake-core clock: it scales framework host time)
     tpu: mxu_rows, mxu_cols, mxu_count (req; mxu_count is per chip), cores (TensorCores)
     fpga: dsp_slices (req), luts, slr_count
     npu: mac_count (int8 MACs/cycle), supported_ops (`OpKind` values it runs; absent = all; the
          others fall back to the host), the GPU counts for an SoC GPU (Jetson), and optionally
          the MAC array's geometry as mxu_rows, mxu_cols, mxu_count, dataflow (folded as a TPU's)
+    all: zero_operand_gating (bool, sourced; absent = false): the MAC units spend no switching
+         energy on a multiply with a zero operand (`accelsim.devices.sparsity`; time unchanged)
   [compute.matrix]  matrix-engine peaks (tensor cores, MXU, AMX, NPU MAC array, FPGA DSP fabric);
     keys must end in _dense or _sparse (2:4 structured sparsity); sparse >= dense.
   [compute.vector]  SIMD / CUDA-core / vector-unit peaks, no _dense/_sparse suffix.
@@ -51,16 +55,17 @@ Precisions: fp32, tf32, fp16, bf16, fp8, int8.
   [compute.overlay]  fpga (req): a DPU-like engine: name, cores, pixel_parallelism,
     input_channel_parallelism, output_channel_parallelism, clock_<mhz>.
 [onchip_memory]  all classes (the table must be there; it may be empty where nothing is
-    published): l2_cache (req gpu), l3_cache (req cpu), shared_mem_per_sm, register_file_per_sm,
-    unified_buffer, accumulator, vmem, unified_buffer_bandwidth (tpu), bram, uram (req fpga),
-    sram (npu). `OnchipMemorySpec.capacity_bytes` sums the device-wide ones.
+    published): l2_cache (req gpu), l3_cache (gpu, cpu), shared_mem_per_sm, register_file_per_sm,
+    unified_buffer, accumulator, vmem, unified_buffer_bandwidth (tpu), bram (req fpga), uram
+    (fpga), sram (npu). `OnchipMemorySpec.capacity_bytes` sums the device-wide ones.
 [offchip_memory]  required except npu (an npu without it streams from the host over host_link):
-    technology (ddr3 ddr4 ddr5 lpddr4x lpddr5 gddr6 hbm2 hbm2e hbm3 hbm3e), capacity (req except
-    cpu; on a cpu the maximum supported), bandwidth (req), bus_width_bits, channels.
+    technology (ddr3 ddr4 ddr5 lpddr4 lpddr4x lpddr5 gddr6 gddr6x hbm2 hbm2e hbm3 hbm3e),
+    capacity (req except cpu; on a cpu the maximum supported), bandwidth (req), bus_width_bits,
+    channels.
 [secondary_memory]  optional second DRAM, same keys (Alveo U280: DDR4 beside the HBM2).
-[host_link]  required except cpu (a cpu is the host): kind (pcie-gen3-x4 pcie-gen3-x16
-    pcie-gen4-x16 pcie-gen5-x16 usb3 integrated; spelled as the hw_profiles/links/ names where one
-    exists), bandwidth per direction (theoretical).
+[host_link]  required except cpu (a cpu is the host): kind (pcie-gen2-x1 pcie-gen3-x4
+    pcie-gen3-x16 pcie-gen4-x16 pcie-gen5-x16 usb3 integrated; spelled as the hw_profiles/links/
+    names where one exists), bandwidth per direction (theoretical).
 [peer_link]  gpu, tpu, optional: kind (nvlink2 nvlink3 nvlink4 ici), links,
     per_link_bandwidth (per direction).
 [power]  tdp (req), idle, min (lowest power mode), measured_min, measured_mean, measured_max.
@@ -174,6 +179,7 @@ def parse_profile(raw: dict[str, Any], name: str, source: str) -> DeviceProfile:
         vendor=values["vendor"],
         notes=values["notes"],
         inference_only=values["inference_only"],
+        process_node_nm=values["process_node_nm"],
         source_path=source,
         sources=sources,
         compute=compute,

@@ -20,12 +20,14 @@ DEVICE_CLASSES = ("cpu", "gpu", "tpu", "fpga", "npu")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 INTEGER_PRECISIONS = frozenset({"int8"})
 MEMORY_TECHNOLOGIES = (
-    "ddr3", "ddr4", "ddr5", "lpddr4x", "lpddr5", "gddr6", "hbm2", "hbm2e", "hbm3", "hbm3e",
+    "ddr3", "ddr4", "ddr5", "lpddr4", "lpddr4x", "lpddr5", "gddr6", "gddr6x", "hbm2", "hbm2e",
+    "hbm3", "hbm3e",
 )
 # Spelled as the link profiles in hw_profiles/links/ where one exists; "integrated" = an SoC whose
 # host CPU shares the device's DRAM.
 HOST_LINK_KINDS = (
-    "pcie-gen3-x4", "pcie-gen3-x16", "pcie-gen4-x16", "pcie-gen5-x16", "usb3", "integrated",
+    "pcie-gen2-x1", "pcie-gen3-x4", "pcie-gen3-x16", "pcie-gen4-x16", "pcie-gen5-x16", "usb3",
+    "integrated",
 )
 PEER_LINK_KINDS = ("nvlink2", "nvlink3", "nvlink4", "ici")
 DSP_OPERAND_WIDTHS = ("int8", "int16")
@@ -101,12 +103,16 @@ TOP_LEVEL = {
     "notes": _f("str"),
     # A product sold for inference only (no training support in its toolchain), sourced.
     "inference_only": _f("bool"),
+    # The foundry node as named (TSMC 12FFN -> 12, 4N -> 4), nm: scales energy per op (energy).
+    "process_node_nm": _f("count"),
 }
 COMPUTE = {
     "clock": _f("hz", required="gpu tpu fpga cpu"),
     "base_clock": _f("hz", "gpu cpu"),
     "max_turbo_clock": _f("hz", "cpu"),
     "all_core_turbo_clock": _f("hz", "cpu"),
+    # Single-thread speed as an Ice Lake (Sunny Cove) clock: max turbo x IPC relative to it.
+    "single_thread_equiv_clock": _f("hz", "cpu"),
     "sm_count": _f("count", "gpu npu", "gpu"),
     "cuda_cores": _f("count", "gpu npu"),
     "tensor_cores": _f("count", "gpu npu"),
@@ -124,6 +130,8 @@ COMPUTE = {
     "slr_count": _f("count", "fpga"),
     "mac_count": _f("count", "npu"),
     "supported_ops": _f("str_list", "npu", choices=OP_KINDS),
+    # The MAC units skip (clock-gate) a multiply with a zero operand: energy, not time.
+    "zero_operand_gating": _f("bool"),
 }
 # Sub-tables of [compute]: name -> (classes allowed, classes required).
 COMPUTE_SUBTABLES = {
@@ -142,7 +150,7 @@ OVERLAY = {
 }
 ONCHIP_MEMORY = {
     "l2_cache": _f("bytes", "gpu npu", "gpu"),
-    "l3_cache": _f("bytes", "gpu cpu", "cpu"),
+    "l3_cache": _f("bytes", "gpu cpu"),  # optional: a Cortex-A72 has none
     "shared_mem_per_sm": _f("bytes", "gpu npu"),
     "register_file_per_sm": _f("bytes", "gpu npu"),
     "unified_buffer": _f("bytes", "tpu"),
@@ -150,7 +158,7 @@ ONCHIP_MEMORY = {
     "vmem": _f("bytes", "tpu"),
     "unified_buffer_bandwidth": _f("bytes_per_s", "tpu"),
     "bram": _f("bytes", "fpga", "fpga"),
-    "uram": _f("bytes", "fpga", "fpga"),
+    "uram": _f("bytes", "fpga"),  # optional: a ZU9EG has none
     "sram": _f("bytes", "npu"),
 }
 OFFCHIP_MEMORY = {

@@ -49,6 +49,7 @@ class ComputeSpec:
     base_clock_hz: float | None = None
     max_turbo_clock_hz: float | None = None
     all_core_turbo_clock_hz: float | None = None
+    single_thread_equiv_clock_hz: float | None = None  # cpu: drives framework host time
     sm_count: int | None = None
     cuda_cores: int | None = None
     tensor_cores: int | None = None
@@ -66,6 +67,7 @@ class ComputeSpec:
     slr_count: int | None = None
     mac_count: int | None = None
     supported_ops: tuple[str, ...] | None = None
+    zero_operand_gating: bool | None = None  # MACs with a zero operand spend no energy
     matrix_peak_flops_per_s: dict[str, float] = field(default_factory=dict)
     matrix_sparse_peak_flops_per_s: dict[str, float] = field(default_factory=dict)
     vector_peak_flops_per_s: dict[str, float] = field(default_factory=dict)
@@ -100,6 +102,21 @@ class OnchipMemorySpec:
         ]
         present = [s for s in sizes if s is not None]
         return sum(present) if present else None
+
+
+@dataclass(frozen=True)
+class SramSpec:
+    """A systolic array's operand memories as SCALE-Sim models them (`accelsim.devices.
+    systolic_sram`): double-buffered ifmap, filter and ofmap SRAMs, in words (one operand
+    element each, whatever the precision: SCALE-Sim has no numeric format), each with its own
+    DRAM port, in words per cycle."""
+
+    ifmap_words: int
+    filter_words: int
+    ofmap_words: int
+    ifmap_words_per_cycle: float
+    filter_words_per_cycle: float
+    ofmap_words_per_cycle: float
 
 
 @dataclass(frozen=True)
@@ -166,7 +183,10 @@ class DeviceProfile:
     peer_link: PeerLinkSpec | None = None
     notes: str | None = None
     inference_only: bool | None = None  # None: not stated (decided from its formats)
+    process_node_nm: int | None = None  # the foundry node's marketing name, nm
     sources: dict[str, str] = field(default_factory=dict)
+    # Systolic arrays read from a SCALE-Sim .cfg: their SRAMs, timed by the SRAM model.
+    operand_srams: SramSpec | None = None
 
     def peak_flops_per_s(
         self, precision: str, tensor: bool = True, sparse: bool = False

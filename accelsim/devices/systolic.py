@@ -23,6 +23,11 @@ formula here leaves out the R-cycle output drain, as the issue that specified it
 `mxu_count` arrays share the folds of a GEMM (round-robin). `accelsim.devices.
 systolic_emulator` steps a PE grid cycle by cycle and reproduces these counts exactly.
 
+Memory: the built-in TPU profiles publish a unified buffer, and DRAM traffic follows it
+(`buffer_dram_bytes`), stalls being memory time beyond compute time. An array read from a
+SCALE-Sim .cfg (`operand_srams` set) is timed by SCALE-Sim's memory model instead
+(`systolic_memory`): its three SRAMs, one DRAM port per operand, per-layer stall cycles.
+
 Dataflow is a property of the array, `compute.dataflow` in the profile ("ws", "os" or "is";
 absent: weight stationary, the TPU's). `accelsim simulate --dataflow` overrides it.
 
@@ -245,7 +250,22 @@ def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFra
         # NB: only activations in and results out use the buffer's port; weights arrive
         # through the weight FIFO and partial sums live in the accumulators.
         memory_s = np.maximum(memory_s, (acts * in_pass + outs) / ub_bw)
-    cycles = compute_cycles + stall_cycles(compute_cycles, memory_s, clock_hz)
+    stalls = stall_cycles(compute_cycles, memory_s, clock_hz)
+    if profile.operand_srams is not None:  # SCALE-Sim's SRAMs: `systolic_memory`
+        from accelsim.devices.systolic_memory import sram_rows
+
+        srams = sram_rows(g, rows, cols, flow, profile.operand_srams, n_rows)
+        gemm_row = macs > 0
+        compute_cycles = np.where(gemm_row, compute_cycles - mxu_cycles
+                                  + srams["compute_cycles"].to_numpy(), compute_cycles)
+        stalls = np.where(gemm_row, srams["stall_cycles"].to_numpy(), stalls)
+        memory_s = np.where(gemm_row, (compute_cycles + stalls) / clock_hz, memory_s)
+        # NB: floored at each operand once: a strided 1 x 1 conv's windows skip input rows
+        # SCALE-Sim never fetches, which the work table counts as read.
+        compulsory = sum(operand_bytes(work))
+        dram = np.where(gemm_row, np.maximum(srams["dram_words"].to_numpy()
+                                             * get_format(precision).bytes_per_element,
+                                             compulsory), dram)
     energy = row_energy_j(profile, run, macs, vec, dram, buffer)
     return pd.DataFrame({
         "compute_s": compute_cycles / clock_hz,
@@ -254,5 +274,6 @@ def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFra
         "dynamic_energy_j": energy,
         "dram_bytes": dram,
         "onchip_bytes": buffer,
-        "cycles": cycles,
+        "cycles": compute_cycles + stalls,
+        "stall_cycles": stalls,
     }, index=work.index)

@@ -20,7 +20,8 @@ the whole buffer, as nccl-tests counts it), per-device link bandwidth B and late
   t = (n-1)/n * M / B + (n-1) * L.
 - hierarchical [SERGEEV18] (Horovod; NCCL's intra-/inter-node split): reduce-scatter inside
   each node over the scale-up fabric (NVLink / NVSwitch), all-reduce the 1/k shards across
-  nodes over the network, all-gather inside the node again.
+  nodes over the network, all-gather inside the node again: composed from the forms above in
+  `accelsim.interconnect.multinode`.
 
 One device: every collective takes 0 s.
 
@@ -185,32 +186,6 @@ def allreduce_wire_bytes(algorithm: str, n_devices: int, message_bytes: float) -
         raise AccelsimError(f"all-reduce algorithm '{algorithm}': choose one of "
                             f"{', '.join(ALGORITHMS)}")
     return wire_bytes("allreduce", algorithm, n_devices, message_bytes)
-
-
-def link_allreduce_time_s(algorithm: str, n_devices: int, message_bytes: float,
-                          link: Link) -> float:
-    """All-reduce over one link class at its published achieved per-device bandwidth."""
-    # NB: the link's per-device (per-endpoint) bandwidth is what each device sends at; point-to-
-    # point NVLink rings and switch fabrics are treated alike, and no congestion in a switch.
-    return allreduce_time_s(algorithm, n_devices, message_bytes,
-                            link.achieved_bandwidth_bytes_per_s, link.latency_s)
-
-
-def hierarchical_allreduce_time_s(algorithm: str, nodes: int, devices_per_node: int,
-                                  message_bytes: float, intra: Link, inter: Link,
-                                  inter_bandwidth_per_device_bytes_per_s: float | None = None
-                                  ) -> float:
-    """All-reduce across `nodes` x `devices_per_node` devices [SERGEEV18]: the intra-node
-    reduce-scatter and all-gather (together one ring all-reduce's cost over `intra`) plus an
-    inter-node all-reduce of one 1/k shard over `inter` by each of the k devices in parallel."""
-    k = devices_per_node
-    if nodes < 1 or k < 1:
-        raise AccelsimError(f"hierarchical all-reduce over {nodes} nodes x {k} devices: "
-                            "both must be at least 1")
-    intra_s = link_allreduce_time_s("ring", k, message_bytes, intra) if k > 1 else 0.0
-    inter_bw = inter_bandwidth_per_device_bytes_per_s or inter.achieved_bandwidth_bytes_per_s
-    inter_s = allreduce_time_s(algorithm, nodes, message_bytes / k, inter_bw, inter.latency_s)
-    return intra_s + inter_s
 
 
 def is_scale_up(link: Link) -> bool:

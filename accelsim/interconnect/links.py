@@ -21,6 +21,12 @@ per_link_bandwidth_gb_s_per_direction  no       one link's bandwidth
 switch_count                           no       switch chips per node (NVSwitch)
 in_switch_reduction                    no       true: the switch reduces and multicasts (NVLink
                                                 SHARP), so NCCL's nvls all-reduce runs over it
+active_power_w                         no       >= 0; draw while carrying traffic of one NIC
+                                                port (network kinds) or one switch chip
+                                                (nvswitch); absent: unknown
+idle_power_w                           no       >= 0, <= active_power_w; the same while idle
+switch_port_power_w                    no       >= 0; network kinds: the fabric switch's draw
+                                                per port, whatever the traffic
 ====================================== ======== ===================================================
 
 plus `[sources]`: one entry per number (see `accelsim.schema`). Cross-field checks: lanes x
@@ -39,7 +45,7 @@ from pathlib import Path
 
 from accelsim.datafiles import builtin_files
 from accelsim.errors import ConfigError
-from accelsim.physical import BANDWIDTH, DURATION, ENERGY, FREQUENCY
+from accelsim.physical import BANDWIDTH, DURATION, ENERGY, FREQUENCY, POWER
 from accelsim.schema import (
     GB,
     count,
@@ -74,6 +80,9 @@ FIELDS = (
              required=False, span=BANDWIDTH),
     count("switch_count", required=False),
     flag("in_switch_reduction", required=False),
+    non_negative("active_power_w", required=False, span=POWER),
+    non_negative("idle_power_w", required=False, span=POWER),
+    non_negative("switch_port_power_w", required=False, span=POWER),
 )
 
 
@@ -94,6 +103,9 @@ class Link:
     per_link_bandwidth_bytes_per_s: float | None = None
     switch_count: int | None = None
     in_switch_reduction: bool | None = None
+    active_power_w: float | None = None  # per NIC port or switch chip; None: not published
+    idle_power_w: float | None = None
+    switch_port_power_w: float | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -144,6 +156,9 @@ def load_link(name_or_path: str | Path) -> Link:
         if not _near(total, bw):
             raise ConfigError(src, "bandwidth_gb_s_per_direction", bw / GB,
                               f"disagrees with link_count x per-link = {total / GB:.3g}")
+    if link.idle_power_w is not None and link.idle_power_w > (link.active_power_w or 0.0):
+        raise ConfigError(src, "idle_power_w", link.idle_power_w,
+                          "must be given with, and at most, active_power_w")
     return link
 
 

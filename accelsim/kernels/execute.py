@@ -38,6 +38,7 @@ float32 are refused: functional execution is for models that fit.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -231,12 +232,15 @@ def run_op_in_format(op: Op, xs: list[np.ndarray], params: Arrays,
 
 
 OnOp = Callable[[Op, list[np.ndarray]], None]
+OnParams = Callable[[Op, Arrays], "list[Arrays] | None"]
 
 
 def _execute(graph: Graph, batch: int, fmts: list[NumericFormat], seed: int,
-             on_op: OnOp | None = None) -> list[Arrays]:
+             on_op: OnOp | None = None, on_params: OnParams | None = None) -> list[Arrays]:
     """Run the graph once per format in lockstep (parameters made once per op); returns the
-    graph outputs per format. on_op(op, outputs per format) is called after each op."""
+    graph outputs per format. on_params(op, its parameters) is called before each op runs
+    and may return one parameter dict per format (else None: the same for all), on_op(op,
+    outputs per format) after."""
     check_fits(graph)
     if batch < 1:
         raise AccelsimError(f"batch must be >= 1, got {batch}")
@@ -252,14 +256,16 @@ def _execute(graph: Graph, batch: int, fmts: list[NumericFormat], seed: int,
                   else op_params(op, i, seed))
         if op.kind == OpKind.BATCHNORM and "running_mean" not in params:
             params.update(calibrate_batchnorm(envs[0][op.inputs[0]]))
+        streams = on_params(op, params) if on_params is not None else None
         outs = []
-        for env, fmt in zip(envs, fmts, strict=True):
-            y = run_op_in_format(op, [env[t] for t in op.inputs], params, fmt)
+        for j, (env, fmt) in enumerate(zip(envs, fmts, strict=True)):
+            ps = params if streams is None else streams[j]
+            y = run_op_in_format(op, [env[t] for t in op.inputs], ps, fmt)
             env[op.name] = y
             outs.append(y)
         if on_op is not None:
             on_op(op, outs)
-        del params, outs
+        del params, outs, streams
         for t in {*op.inputs, op.name}:
             if last[t] == i:
                 for env in envs:
@@ -292,6 +298,29 @@ def run_graph(graph: Graph, batch: int, precision: str | NumericFormat,
     # Batchnorm statistics come from an fp32 stream run alongside, as a deployed model's
     # statistics come from fp32 training.
     return _execute(graph, batch, [get_format("fp32"), fmt], seed)[1]
+
+
+def time_graph(graph: Graph, batch: int, precision: str | NumericFormat, seed: int = 0,
+               repeats: int = 1, clock: Callable[[], float] = time.perf_counter
+               ) -> dict[str, float]:
+    """Time of each op's kernel in `precision` over a forward pass of `graph` by `clock` (wall
+    time; `time.process_time` for CPU time), s: the least of `repeats` passes per op (NB: the
+    least filters out other processes on a shared host). The whole forward's measured time is
+    their sum: graph walking and parameter generation are not timed. NB: batchnorm statistics
+    come from this stream itself (no fp32 stream beside it), which changes values, not cost."""
+    best_s: dict[str, float] = {}
+    start_s = [0.0]
+
+    def start(op: Op, params: Arrays) -> None:
+        start_s[0] = clock()
+
+    def stop(op: Op, outs: list[np.ndarray]) -> None:
+        took_s = clock() - start_s[0]
+        best_s[op.name] = min(took_s, best_s.get(op.name, took_s))
+
+    for _ in range(max(1, repeats)):
+        _execute(graph, batch, [get_format(precision)], seed, on_op=stop, on_params=start)
+    return best_s
 
 
 def _joint_error(ys: Arrays, refs: Arrays) -> float:

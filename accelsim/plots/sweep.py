@@ -10,6 +10,8 @@
 - devices swept: scaling efficiency, throughput(n) / (n x throughput(n0)), n0 the fewest
   devices of the line (1 when swept from 1);
 - training points: the accelerators' stall breakdown as stacked bars, one bar per point;
+- decoders at the token level (`tpot_s` known): output tokens/s against time per output token
+  along the swept knob, the throughput-latency curve;
 - only names swept (hardware, precision, ...): bars, one per point.
 
 Failed points (an `error`) are left out. One legend, below the panels, so no data is covered.
@@ -58,6 +60,8 @@ def plot_sweep(df: pd.DataFrame, path: str | Path, swept: list[str] | None = Non
         panels.append(("scaling",))
     if ok["stall_fetch"].notna().any():
         panels.append(("stalls",))
+    if x is not None and "tpot_s" in ok and ok["tpot_s"].notna().any():
+        panels.append(("tokens", x))
     ncols = 1 if len(panels) == 1 else 2
     fig, axes = new_figure(ncols=ncols, nrows=math.ceil(len(panels) / ncols), squeeze=False)
     flat = list(axes.flat)
@@ -68,6 +72,8 @@ def plot_sweep(df: pd.DataFrame, path: str | Path, swept: list[str] | None = Non
             _lines(ax, ok, args[0], args[1], [s for s in swept if s != args[1]], legend)
         elif kind == "bars":
             _bars(ax, ok, args[0], swept)
+        elif kind == "tokens":
+            _tokens_curve(ax, ok, args[0], [s for s in swept if s != args[0]], legend)
         elif kind == "scaling":
             # The lines' legend serves when their series are the same (devices on x).
             shared = x == "devices"
@@ -154,6 +160,20 @@ def _lines(ax: Any, ok: pd.DataFrame, metric: str, x: str, keys: list[str],
     _x_axis(ax, ok, x)
     _y_axis(ax, ok[ok["fits"].astype(bool)][metric])
     ax.set_ylabel(_metric_label(ok, metric))
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _tokens_curve(ax: Any, ok: pd.DataFrame, x: str, keys: list[str],
+                  legend: dict[str, Any]) -> None:
+    """Decoders at the token level: output tokens/s against time per output token, one line
+    per series along the swept knob `x` (the throughput-latency curve of LLM serving)."""
+    for i, (name, rows) in enumerate(_series(ok, keys)):
+        rows = rows[rows["tpot_s"].notna()].sort_values(x, kind="stable")
+        (line,) = ax.plot(rows["tpot_s"].astype(float) * 1e3, rows["tokens_per_s"].astype(float),
+                          marker="o", ms=3.5, color=f"C{i % 10}", label=name)
+        legend.setdefault(name, line)
+    ax.set_xlabel("Time per output token (ms)")
+    ax.set_ylabel("Output tokens/s")
     ax.grid(True, which="major", alpha=0.3)
 
 

@@ -33,7 +33,13 @@ def report(workload: str | Scenario, hw: str, out: str | Path | None = None,
     raises `accelsim.errors.AccelsimError`; the file is then not written."""
     from accelsim.report.page import build_page
     from accelsim.results.files import write_atomic
+    from accelsim.sim.knobs import KNOBS
 
+    llm = sorted(k for k, v in knobs.items() if v is not None and k in KNOBS
+                 and KNOBS[k].target == "llm")
+    if llm:  # the page reads layer tables and pipeline figures a token-level run lacks
+        raise AccelsimError(f"the HTML report does not cover token-level LLM runs "
+                            f"({', '.join(llm)}): use simulate, compare or sweep")
     path = Path(out) if out is not None else default_path(workload, hw)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -214,7 +214,8 @@ def _time_and_energy(rec: dict[str, Any], events: pd.DataFrame, layers: pd.DataF
             section_id="stalls"))
         parts = pd.Series(rec["energy_breakdown_j"]).drop("total")
         fig = share_figure(parts, "Energy over the run (kJ)", "Energy by part", 1e-3)
-        rows = [(k, f"{v / 1e3:.3f}") for k, v in rec["energy_breakdown_j"].items()]
+        rows = [(k, "unknown" if v is None else f"{v / 1e3:.3f}")
+                for k, v in rec["energy_breakdown_j"].items()]
         out.append(section(
             "Energy", embed_figure(fig, "energy by part",
                                    f"{rec['energy_j_per_sample'] * 1e3:.1f} mJ per sample, "
@@ -227,7 +228,7 @@ def _time_and_energy(rec: dict[str, Any], events: pd.DataFrame, layers: pd.DataF
                 "queueing_delay_mean_s", "queueing_delay_p99_s")
         rows = [(k.removesuffix("_s").replace("_", " "), f"{rec[k] * 1e3:.3f}") for k in keys]
         rows.append(("mean batch", f"{rec['batch_size_mean']:.1f}"))
-        busy = ", ".join(f"{u:.0%}" for u in rec["utilization"])
+        busy = ", ".join(f"{u:.0%}" for u in rec["utilization_per_device"])
         out.append(section("Latency", table(["figure", "ms"], rows, table_id="latency",
                                             numeric=(1,)),
                            para(f"Devices busy: {busy}."), section_id="latency"))

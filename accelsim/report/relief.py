@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelsim.devices.precision import FRAMEWORK_CLASSES
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import get_format
 
@@ -157,7 +156,24 @@ def _gpudirect(plan: Any) -> list[Candidate]:
     sysm = plan.system
     if plan.gpudirect or not sysm.gpudirect_storage or sysm.storage.kind not in GDS_STORAGE_KINDS:
         return []
-    return [("GPUDirect Storage (storage straight to device memory)", {"gpudirect": True})]
+    # GPUDirect puts the compressed bytes in device memory: the device decodes them.
+    decode = "gpu" if plan.decode.place == "cpu" else plan.decode.place
+    return [(f"GPUDirect Storage (storage straight to device memory, decoded on the device: "
+             f"{decode})", {"gpudirect": True, "decode": decode})]
+
+
+def _decode_on_device(plan: Any) -> list[Candidate]:
+    """Decoding on the GPU's JPEG engine, then on its SMs, instead of host cores."""
+    from accelsim.sim.decode import available_decoders, load_decoder
+
+    name = plan.device_profile.name
+    if plan.decode.place != "cpu" or name not in available_decoders():
+        return []
+    out = []
+    if load_decoder(name).hw_images_per_s is not None:
+        out.append(("decode on the GPUs' hardware JPEG decoder instead of host cores",
+                    {"decode": "hw"}))
+    return out + [("decode on the GPUs' SMs instead of host cores", {"decode": "gpu"})]
 
 
 def _faster_media(plan: Any) -> list[Candidate]:
@@ -201,10 +217,10 @@ def _narrower_precisions(ctx: Context) -> list[Candidate]:
 
 def _compiled(ctx: Context) -> list[Candidate]:
     hw = ctx.record["hardware"]
-    if hw["software"] != "eager" or hw["class"] not in FRAMEWORK_CLASSES:
+    if hw["software"] != "pytorch-eager" or hw["class"] not in ("gpu", "cpu"):
         return []
-    return [("compiled software instead of eager (no per-op framework time)",
-             {"software": "compiled"})]
+    return [("compiled software (pytorch-compiled) instead of eager (fused, a graph replay's "
+             "host time per kernel)", {"software": "pytorch-compiled"})]
 
 
 def _batch_knob(ctx: Context) -> str:
@@ -230,7 +246,7 @@ def candidates(ctx: Context) -> list[Candidate]:
     plan, b = ctx.plan, ctx.bottleneck
     if b == "prepare":
         return _more("prep_workers", "prep workers per accelerator", plan.prep_workers) + \
-            _prefetch(plan)
+            _decode_on_device(plan) + _prefetch(plan)
     if b == "io":
         return (_more("io_threads", "IO threads per accelerator", plan.io_threads, False)
                 + [(f"twice the storage devices ({plan.system.storage_count} -> "
@@ -296,7 +312,9 @@ def find_relief(workload: Any, hw: str, record: dict[str, Any], knobs: dict[str,
             str(after["bottleneck"])))
     gaining = [r for r in found.tried if r.gain > MIN_GAIN]
     sign = -1.0 if metric == "latency_p99_s" else 1.0
-    found.best = sorted(gaining, key=lambda r: (-r.gain, -sign * r.after))[:top]
+    # Ties (to 1e-9) keep the candidates' order: the simpler change first.
+    found.best = sorted(gaining, key=lambda r: (-round(r.gain, 9),
+                                                -round(sign * r.after, 9)))[:top]
     if not found.tried and not found.skipped:
         found.notes.append(f"no knob change to try for bottleneck '{record['bottleneck']}' on "
                            "this hardware")

@@ -21,7 +21,11 @@ METRICS = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample", "aver
 TRAIN_METRICS = ("accelerator_utilization", "stall_fetch", "stall_prep", "stall_transfer",
                  "stall_communication", "run_time_s", "allreduce_time_s")
 SERVE_METRICS = ("latency_p50_s", "latency_p95_s", "latency_p99_s", "offered_load")
-ROW_COLUMNS = IDENTITY + METRICS + TRAIN_METRICS + SERVE_METRICS + ("notes", "error")
+# Decoders at the token level (`accelsim.llm`): one batch (ttft_s ... mfu) or a server.
+LLM_METRICS = ("ttft_s", "tpot_s", "tokens_per_s", "kv_cache_bytes", "mfu", "ttft_p50_s",
+               "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "goodput_requests_per_s")
+ROW_COLUMNS = (IDENTITY + METRICS + TRAIN_METRICS + SERVE_METRICS + LLM_METRICS
+               + ("notes", "error"))
 
 
 def flat_row(record: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +51,7 @@ def flat_row(record: dict[str, Any]) -> dict[str, Any]:
         row.update({f"stall_{k}": v["fraction"] for k, v in record["stalls"].items()})
         row.update({k: record[k] for k in ("accelerator_utilization", "run_time_s",
                                             "allreduce_time_s")})
-    row.update({k: record[k] for k in SERVE_METRICS if k in record})
+    row.update({k: record[k] for k in SERVE_METRICS + LLM_METRICS if k in record})
     return row
 
 

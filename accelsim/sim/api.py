@@ -29,8 +29,10 @@ import pandas as pd
 from accelsim.devices.core import explain_bound
 from accelsim.devices.estimate import DeviceEstimate, estimate, summary
 from accelsim.devices.profile import with_dataflow
+from accelsim.devices.software import DEFAULT
 from accelsim.errors import AccelsimError
-from accelsim.sim.hardware import resolve_hardware
+from accelsim.results.metrics import ROLES
+from accelsim.sim.hardware import host_clock_hz, host_cpu_profile, resolve_hardware
 from accelsim.sim.records import Recorder
 from accelsim.workload.scenario import Scenario
 
@@ -55,13 +57,16 @@ class SimulationConfig:
     scenario: Scenario
     hardware: str  # a system or device profile name, or a .toml path
     mode: str | None = None
-    software: str = "eager"
+    software: str = DEFAULT  # a stack in hw_profiles/software/; "default": the class's
     dataflow: str | None = None
     seed: int | None = None
     devices: int | None = None
     max_events: int | None = None  # None: `accelsim.sim.knobs.DEFAULT_MAX_EVENTS`
     train: dict[str, Any] = field(default_factory=dict)
     serve: dict[str, Any] = field(default_factory=dict)
+    llm: dict[str, Any] = field(default_factory=dict)  # token-level decoder knobs (accelsim.llm)
+    execute: bool = False  # infer: run the kernels, feed their error and sparsity in (execution)
+    prune_2_4: bool = False  # with execute: the device runs conv/linear weights pruned to 2:4
 
 
 @dataclass
@@ -91,6 +96,10 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     (sweeps, which keep one flat row per point, skip that work); every figure is the same."""
     mode = cfg.mode or cfg.scenario.mode
     _check_mode_knobs(cfg, mode)
+    if cfg.llm:  # a decoder at the token level: prefill, decode, KV cache, TP/PP
+        from accelsim.llm.run import run_llm
+
+        return run_llm(cfg)
     system, profile = resolve_hardware(cfg.hardware)
     if cfg.dataflow:
         profile = with_dataflow(profile, cfg.dataflow)
@@ -98,8 +107,20 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     graph = sc.graph()
     batch = (cfg.serve.get("max_batch") or sc.batch_size) if mode == "serve" else sc.batch_size
     device_mode = "train" if mode == "train" else "infer"
-    est = estimate(graph, profile, batch, sc.precision, device_mode, cfg.software, sc.optimizer)
+    est = estimate(graph, profile, batch, sc.precision, device_mode, cfg.software, sc.optimizer,
+                   host_clock_hz(system), host_cpu_profile(system))
+    if cfg.prune_2_4 and not cfg.execute:
+        raise AccelsimError("--prune-2-4 prunes the weights the kernels run with: add --execute")
+    executed = _executed(cfg, mode, graph, profile, batch, est, system) if cfg.execute else None
+    if executed is not None:
+        est = executed[0]
     record = summary(est, graph, layers=detail)
+    if cfg.execute:
+        record["execution"] = None if executed is None else executed[1]
+        record["notes"] += [] if executed is None else executed[2]
+        for row in record["layers"]:  # the same keys when the kernels could not run
+            for key in ("output_error", "input_sparsity", "weight_sparsity"):
+                row.setdefault(key, None)
     record["workload"]["mode"] = mode
     record["hardware"]["system"] = system.name
     record["bottleneck_detail"] = explain_bound(est.layers)
@@ -111,6 +132,24 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     if mode == "train":
         return _train(cfg, sc, system, profile, record)
     return _serve(cfg, sc, system, profile, record, batch)
+
+
+def _executed(cfg: SimulationConfig, mode: str, graph: Any, profile: Any, batch: int,
+              dense: DeviceEstimate, system: Any) -> tuple[DeviceEstimate, dict, list] | None:
+    """--execute (`accelsim.sim.execution`): the estimate with the measured kernels fed in, the
+    record's `execution` summary and notes; (dense, None, [note]) where the kernels cannot run."""
+    from accelsim.sim.execution import execute_for, execution_totals
+
+    if mode != "infer" or cfg.llm:
+        raise AccelsimError(f"--execute applies to mode infer (one batch on the device), not "
+                            f"{'a token-level decoder' if cfg.llm else mode}")
+    ops, run, note = execute_for(graph, profile, cfg.scenario.precision, cfg.prune_2_4)
+    if ops is None:
+        return dense, None, [note]
+    sc = cfg.scenario
+    est = estimate(graph, profile, batch, sc.precision, "infer", cfg.software, sc.optimizer,
+                   host_clock_hz(system), host_cpu_profile(system), measured=ops)
+    return est, {**run, **execution_totals(est.layers, ops, dense, est)}, []
 
 
 def _does_not_fit(record: dict[str, Any], est: DeviceEstimate, device: str) -> dict[str, Any]:
@@ -187,9 +226,15 @@ def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
     served = res.to_dict()
     served.pop("workload")  # the name; the record's workload is the full description
     record["device_only"] = _device_only(record)
+    per_device = served.pop("utilization")
+    busy = sum(per_device) / len(per_device)
+    # The same roles as training's; serving simulates the devices only, the rest is null.
+    served["utilization"] = {**dict.fromkeys(ROLES), "accelerators": busy}
+    served["utilization_per_device"] = per_device
     record.update(served)
+    record["notes"] = [*record["notes"], "serving simulates the accelerators only: the "
+                       "utilization of the other roles is unknown (null)"]
     record["latency_s"] = served["latency_mean_s"]
-    busy = sum(served["utilization"]) / len(served["utilization"])
     load = served["offered_load"]
     if load is not None and load >= 1.0:
         record["bottleneck"] = "queueing"

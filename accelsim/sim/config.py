@@ -14,6 +14,9 @@ overlapped, gradients are all-reduced in buckets of `bucket_mb` MiB as backward 
 (PyTorch DDP), else in one message after backward; `accumulate` micro-steps share one
 all-reduce and one optimizer step (each simulated step is a micro-step).
 
+Multi-node: `nodes` copies of the system, joined by its NICs (`links.network` x `nic_count`
+rails), all-reduce hierarchically (`accelsim.interconnect.multinode`); `devices` is per node.
+
 Per-accelerator knobs: `io_threads` and `prep_workers` are per accelerator, as a PyTorch
 DataLoader's `num_workers` is per rank and DLIO's `read_threads` per accelerator; they share
 the host's storage and cores.
@@ -24,11 +27,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from accelsim.devices.estimate import SOFTWARE
+from accelsim.devices.software import (
+    DEFAULT,
+    check_software,
+    is_stack_file,
+    software_choices,
+)
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB
 from accelsim.interconnect.collectives import ALGORITHMS
 from accelsim.interconnect.nccl import AUTO, check_algorithm
+from accelsim.sim.decode import DecodePlan, decode_plan
 from accelsim.sim.system import GDS_STORAGE_KINDS, System
 from accelsim.storage.datasets import Dataset, load_dataset
 from accelsim.storage.media import StorageMedium, load_storage
@@ -36,6 +45,8 @@ from accelsim.workload.scenario import Scenario
 
 # NB: one host core per accelerator runs the framework (training loop, launches); not sourced.
 FRAMEWORK_CORES_PER_DEVICE = 1
+# NB: across nodes each rank's NCCL proxy thread polls the NICs, one busy core (assumed).
+NCCL_PROXY_CORES = 1
 EVENTS_PER_DEVICE_STEP = 8  # records per step and accelerator besides reads and preps
 
 
@@ -56,15 +67,17 @@ class TrainConfig:
     prep_workers: int | None = None
     prefetch_batches: int | None = None
     gpudirect: bool | None = None
+    decode: str | None = None  # cpu, gpu or hw (None: gpu with GPUDirect, else cpu)
     pinned_memory: bool = True
     allreduce: str = "ring"
     overlap_allreduce: bool = True
     bucket_mb: float = DEFAULT_BUCKET_MIB  # MiB, as DDP's bucket_cap_mb
     accumulate: int = 1  # micro-steps per all-reduce and optimizer step
+    nodes: int = 1  # copies of the system joined by its NICs (devices is per node)
     steps: int | None = None
     epochs: int | None = None
     seed: int = 0
-    software: str = "eager"
+    software: str = DEFAULT
     device_profile: Any = None  # a loaded device profile (e.g. NullProfile) replacing the system's
     max_events: int = 2_000_000  # refuse runs estimated to schedule more events than this
 
@@ -93,10 +106,12 @@ class TrainPlan:
     seed: int
     software: str
     max_events: int = 2_000_000
+    nodes: int = 1  # devices is per node; one node is simulated, the others alike
+    decode: DecodePlan = DecodePlan("cpu")  # where samples are decoded
 
     @property
     def global_batch(self) -> int:
-        return self.batch_size * self.devices
+        return self.batch_size * self.devices * self.nodes
 
     @property
     def steps_per_epoch(self) -> int:
@@ -116,9 +131,16 @@ class TrainPlan:
         return self.total_steps * per_step
 
     @property
+    def framework_cores(self) -> int:
+        """Host cores the framework's own threads keep busy: one per accelerator process, and
+        across nodes one more for NCCL's network proxy thread."""
+        return (FRAMEWORK_CORES_PER_DEVICE + (NCCL_PROXY_CORES if self.nodes > 1 else 0)
+                ) * self.devices
+
+    @property
     def prep_cores(self) -> int:
         """Host cores left for input preparation after the framework's own."""
-        return self.system.host.cores - FRAMEWORK_CORES_PER_DEVICE * self.devices
+        return self.system.host.cores - self.framework_cores
 
 
 def _bad(field: str, value: object, problem: str) -> AccelsimError:
@@ -147,6 +169,18 @@ def _load_profile(system: System, given: Any) -> Any:
     return system_device(system)
 
 
+def _decode(place: str | None, gpudirect: bool, dataset: Dataset, device: Any) -> DecodePlan:
+    """Where the run decodes (`accelsim.sim.decode`), with the device's draw while it does."""
+    from accelsim.devices.estimate import power_limits_w
+
+    try:
+        tdp_w, static_w = power_limits_w(device)
+    except (AttributeError, ImportError):
+        tdp_w, static_w = float("inf"), 0.0
+    power_w = tdp_w - static_w if tdp_w < float("inf") else None
+    return decode_plan(place, gpudirect, dataset, device, power_w)
+
+
 def resolve_config(cfg: TrainConfig) -> TrainPlan:
     """Fill the defaults in, load the parts and validate all fields together."""
     sc, sysm, pipe = cfg.scenario, cfg.system, cfg.scenario.pipeline
@@ -167,6 +201,14 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
     overlap = _flag("overlap_allreduce", cfg.overlap_allreduce)
     if cfg.allreduce not in (*ALGORITHMS, AUTO):
         raise _bad("allreduce", cfg.allreduce, f"choose one of {', '.join((*ALGORITHMS, AUTO))}")
+    nodes = _whole("nodes", cfg.nodes, 1)
+    if nodes > 1:
+        if sysm.network is None or not sysm.nic_count:
+            raise _bad("nodes", nodes, f"system '{sysm.name}' has no NICs (links.network and "
+                       "links.nic_count) to join several nodes")
+        if cfg.allreduce == "nvls":
+            raise _bad("allreduce", "nvls", "reduces inside one NVLink switch domain only; "
+                       "across nodes choose ring, tree or auto")
     if sysm.device_to_device is not None and devices > 1:
         try:
             check_algorithm("allreduce", cfg.allreduce, sysm.device_to_device)
@@ -177,8 +219,10 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
             or not 0 < bucket_mb < float("inf")):
         raise _bad("bucket_mb", bucket_mb, "expected a bucket size in MiB, > 0")
     accumulate = _whole("accumulate", cfg.accumulate, 1)
-    if cfg.software not in SOFTWARE:
-        raise _bad("software", cfg.software, f"choose one of {', '.join(SOFTWARE)}")
+    if is_stack_file(cfg.software):
+        check_software(cfg.software)  # ConfigError naming the stack file, field and value
+    elif cfg.software not in software_choices():
+        raise _bad("software", cfg.software, f"choose one of {', '.join(software_choices())}")
     if cfg.steps is not None and cfg.epochs is not None:
         raise _bad("steps", cfg.steps, "give steps or epochs, not both")
     steps = None if cfg.steps is None else _whole("steps", cfg.steps, 1)
@@ -207,18 +251,20 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
             raise _bad("gpudirect", True, f"needs {' or '.join(GDS_STORAGE_KINDS)} storage, "
                        f"not {storage.kind} ('{storage.name}')")
     system = replace(sysm, storage=storage, storage_count=storage_count, device_count=devices)
+    profile = _load_profile(sysm, cfg.device_profile)
     plan = TrainPlan(
         scenario=sc, system=system, dataset=dataset,
-        device_profile=_load_profile(sysm, cfg.device_profile), devices=devices,
+        device_profile=profile, devices=devices,
         batch_size=sc.batch_size, io_threads=io_threads, prep_workers=prep_workers,
         prefetch_batches=prefetch, gpudirect=gpudirect, pinned_memory=pinned,
         allreduce=cfg.allreduce, overlap_allreduce=overlap, bucket_mb=float(bucket_mb),
         accumulate=accumulate, steps=steps, epochs=epochs,
-        seed=seed, software=cfg.software, max_events=_whole("max_events", cfg.max_events, 1))
-    if not gpudirect and plan.prep_cores < 1:
+        seed=seed, software=cfg.software, max_events=_whole("max_events", cfg.max_events, 1),
+        nodes=nodes, decode=_decode(cfg.decode, gpudirect, dataset, profile))
+    if not plan.decode.on_device and plan.prep_cores < 1:
         raise _bad("devices", devices, f"host has {sysm.host.cores} cores and the framework "
-                   f"takes {FRAMEWORK_CORES_PER_DEVICE} per accelerator: none left to prepare "
-                   "input")
+                   f"takes {plan.framework_cores // devices} per accelerator: none left to "
+                   "prepare input")
     if plan.estimated_events > plan.max_events:
         raise _bad("steps", plan.total_steps, f"this run would schedule about "
                    f"{plan.estimated_events:,} events, over the limit of {plan.max_events:,}: "

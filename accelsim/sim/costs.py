@@ -44,3 +44,7 @@ class StepCosts:
     bucket_wire_bytes: tuple[float, ...] = ()
     bucket_algorithm: tuple[str, ...] = ()
     allreduce_algorithm: str = "ring"  # of the one-message all-reduce
+    # multi-node: of each time above, the part on the network (holding the node's NICs)
+    bucket_network_s: tuple[float, ...] = ()
+    bucket_network_wire_bytes: tuple[float, ...] = ()
+    allreduce_network_s: float = 0.0

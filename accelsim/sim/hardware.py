@@ -5,7 +5,7 @@
 
 A plain device profile runs inside `DEFAULT_HOST_SYSTEM` (one accelerator, a PCIe host, local
 storage), its host link taken from the device profile's `host_link.kind` when that names a
-link profile.
+link profile; its host CPU (`host_clock_hz`) drives the software stack's host time.
 """
 
 from __future__ import annotations
@@ -38,6 +38,25 @@ def host_system_for(profile: Any) -> System:
         link = load_link(kind)
     return dataclasses.replace(base, name=f"{DEFAULT_HOST_SYSTEM}+{profile.name}",
                                device=profile.name, device_count=1, host_to_device=link)
+
+
+def host_clock_hz(system: System) -> float | None:
+    """The single-thread clock of `system`'s host CPU, which scales a software stack's host
+    time (`accelsim.devices.software`); None where the host is not a built-in CPU profile
+    (an inline CPU) or its profile publishes none: the stack's reference host then."""
+    from accelsim.devices.software import host_single_thread_hz
+
+    if system.host.cpu not in builtin_profile_names():
+        return None
+    return host_single_thread_hz(load_profile(system.host.cpu))
+
+
+def host_cpu_profile(system: System) -> Any:
+    """`system`'s host CPU profile (it runs the ops an NPU falls back on), or None where the
+    host CPU is defined inline in the system file (no profile of its own)."""
+    if system.host.cpu_inline is not None or system.host.cpu not in builtin_profile_names():
+        return None
+    return load_profile(system.host.cpu)
 
 
 def system_device(system: System, path: Path | None = None) -> Any:

@@ -20,6 +20,8 @@ from accelsim.physical import (
     MAX_BATCH,
     MAX_DEVICES,
     MAX_EPOCHS,
+    MAX_INPUT,
+    MAX_NODES,
     MAX_RATE_PER_S,
     MAX_REQUESTS,
     MAX_STEPS,
@@ -35,6 +37,8 @@ ALL_MODES = ("infer", "train", "serve")
 TRAIN = ("train",)
 SERVE = ("serve",)
 SIMULATED = ("train", "serve")
+LLM = ("infer", "serve")  # token-level decoder knobs (accelsim.llm)
+ALL_LLM = ("infer", "serve", "train")
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ _KNOBS = (
     Knob("optimizer", "scenario", "optimizer", str, TRAIN,
          "training optimizer: sgd, momentum or adam"),
     Knob("software", "config", "software", str, ALL_MODES,
-         "framework: eager (a kernel per op) or compiled (fused)"),
+         "software stack (hw_profiles/software/; default: the device class's)"),
     Knob("dataflow", "config", "dataflow", str, ALL_MODES,
          "systolic arrays: weight, output or input stationary (ws, os, is)"),
     Knob("devices", "config", "devices", int, SIMULATED, "accelerators used", low=1,
@@ -91,6 +95,9 @@ _KNOBS = (
     Knob("prefetch", "train", "prefetch_batches", int, TRAIN, "batches buffered (0: none)",
          low=0, high=MAX_THREADS),
     Knob("gpudirect", "train", "gpudirect", bool, TRAIN, "GPUDirect Storage"),
+    Knob("decode", "train", "decode", str, TRAIN,
+         "where samples are decoded: cpu (host prep workers), gpu (nvJPEG on the SMs) or hw "
+         "(the hardware JPEG decoder); default gpu with GPUDirect, else cpu"),
     Knob("pinned_memory", "train", "pinned_memory", bool, TRAIN, "pinned host memory"),
     Knob("allreduce", "train", "allreduce", str, TRAIN,
          "gradient all-reduce algorithm: ring or tree"),
@@ -102,6 +109,9 @@ _KNOBS = (
     Knob("accumulate", "train", "accumulate", int, TRAIN,
          "micro-steps per all-reduce and optimizer step (gradient accumulation)", low=1,
          high=MAX_STEPS),
+    Knob("nodes", "train", "nodes", int, TRAIN,
+         "nodes joined by the system's NICs, devices per node (hierarchical all-reduce)",
+         low=1, high=MAX_NODES),
     Knob("steps", "train", "steps", int, TRAIN, "training steps", low=1, high=MAX_STEPS),
     Knob("epochs", "train", "epochs", int, TRAIN, "whole epochs", low=1, high=MAX_EPOCHS),
     Knob("rate", "serve", "rate_per_s", float, SERVE, "Poisson arrivals per second",
@@ -116,6 +126,43 @@ _KNOBS = (
          "dynamic batcher: longest wait, ms", scale=1e-3, low=0, high=MAX_WAIT_MS),
     Knob("requests", "serve", "requests", int, SERVE, "requests to serve", low=1,
          high=MAX_REQUESTS),
+    # Decoder models at the token level (accelsim.llm): any of these selects that path.
+    Knob("prompt_tokens", "llm", "prompt_tokens", int, LLM,
+         "decoder models: prompt tokens per request (serve: the mean)", low=1, high=MAX_INPUT),
+    Knob("output_tokens", "llm", "output_tokens", int, LLM,
+         "decoder models: output tokens per request (serve: the mean)", low=1, high=MAX_INPUT),
+    Knob("tp", "llm", "tp", int, ALL_LLM, "decoder models: tensor-parallel GPUs", low=1,
+         high=MAX_DEVICES),
+    Knob("pp", "llm", "pp", int, ALL_LLM, "decoder models: pipeline-parallel stages", low=1,
+         high=MAX_DEVICES),
+    Knob("overlap_tp", "llm", "overlap_tp", bool, LLM,
+         "decoder models: run the tensor-parallel all-reduces beside the compute"),
+    Knob("expert_parallel", "llm", "expert_parallel", bool, ALL_LLM,
+         "decoder models: spread whole experts of a mixture over the tp GPUs"),
+    Knob("weight_precision", "llm", "weight_precision", str, LLM,
+         "decoder models: weight format (fp8/int8/int4: weight-only, dequantised in the GEMM)"),
+    Knob("kv_precision", "llm", "kv_precision", str, LLM,
+         "decoder models: KV cache format (default: the compute precision)"),
+    Knob("batching", "llm", "batching", str, SERVE,
+         "decoder serving: continuous (join between decode steps) or static batching"),
+    Knob("length_dist", "llm", "length_dist", str, SERVE,
+         "decoder serving: prompt/output lengths fixed, uniform (1..2x mean) or exponential"),
+    Knob("slo_ttft_ms", "llm", "slo_ttft_s", float, SERVE,
+         "decoder serving: time-to-first-token target for goodput, ms", scale=1e-3, low=0,
+         high=MAX_WAIT_MS),
+    Knob("slo_tpot_ms", "llm", "slo_tpot_s", float, SERVE,
+         "decoder serving: time-per-output-token target for goodput, ms", scale=1e-3, low=0,
+         high=MAX_WAIT_MS),
+    Knob("zero", "llm", "zero", int, TRAIN,
+         "decoder training: ZeRO stage (0 none, 1 optimizer, 2 + gradients, 3 + weights)",
+         low=0, high=3),
+    Knob("recompute", "llm", "recompute", bool, TRAIN,
+         "decoder training: recompute activations in the backward (full recomputation)"),
+    Knob("chunked_prefill", "llm", "chunked_prefill", int, SERVE,
+         "decoder serving: tokens per step, prompts prefilled in chunks beside the decodes",
+         low=1, high=MAX_INPUT),
+    Knob("requests_file", "llm", "requests_file", str, SERVE,
+         "decoder serving: CSV trace of arrival_s,prompt_tokens,output_tokens rows"),
 )
 KNOBS: dict[str, Knob] = {k.name: k for k in _KNOBS}
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -186,7 +233,7 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Any:
     scenario: dict[str, Any] = {}
     inputs: dict[str, Any] = {}
     config: dict[str, Any] = {}
-    parts: dict[str, dict[str, Any]] = {"train": {}, "serve": {}}
+    parts: dict[str, dict[str, Any]] = {"train": {}, "serve": {}, "llm": {}}
     model_inputs = model_knobs(sc.model)
     for name, value in given.items():
         if name in model_inputs and name not in KNOBS:
@@ -214,4 +261,4 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Any:
     sc = sc.with_overrides(mode=scenario_mode, input=inputs, **scenario)
     config.pop("mode", None)
     return SimulationConfig(sc, hardware, mode=mode, train=parts["train"], serve=parts["serve"],
-                            **config)
+                            llm=parts["llm"], **config)

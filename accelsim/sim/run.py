@@ -11,16 +11,24 @@ time each bucket's all-reduce (`accelsim.interconnect.buckets`, `accelsim.interc
 plan the reads (`accelsim.sim.readplan`), run the SimPy model (`accelsim.sim.train`) and
 reduce its records to metrics (`accelsim.results.metrics`).
 
+Multi-node (`nodes` > 1): one node is simulated, reading its 1/nodes share of the dataset; its
+all-reduce is the hierarchical one across all nodes (`accelsim.interconnect.multinode`), whose
+cross-node phase holds the node's NICs in the SimPy model. NB: the other nodes are taken to be
+like it (no straggler among nodes); samples, throughput, devices and energy count every node,
+utilization and stalls are the simulated node's.
+
 Schema: every run has the same keys. `utilization` is the busy share of the whole run of each
 role (`metrics.ROLES`, 0 when idle); `accelerator_utilization` is MLPerf Storage's AU (compute
 share of the steps after the first), a different figure. Without an all-reduce (one device)
-the communication fields are null or 0, and a figure whose input is unknown is named in
+the communication fields are null or 0 (`allreduce_algorithm` null). `energy_breakdown_j` has
+the same parts in every run (`accelsim.sim.part_energy` for storage, NICs, switches and device
+decode); a part whose figure is unknown is null, never 0, and every unknown is named in
 `notes`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +40,7 @@ from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import MIB, bucket_count, gradient_buckets
 from accelsim.interconnect.collectives import is_scale_up
 from accelsim.interconnect.links import Link
+from accelsim.interconnect.multinode import Fabric, fabric, multinode_time_s, multinode_wire_bytes
 from accelsim.interconnect.nccl import (
     achievable,
     collective_time_s,
@@ -40,6 +49,9 @@ from accelsim.interconnect.nccl import (
 )
 from accelsim.results import metrics
 from accelsim.sim.config import TrainConfig, TrainPlan, resolve_config
+from accelsim.sim.hardware import host_clock_hz, host_cpu_profile
+from accelsim.sim.hostprep import prep_scale
+from accelsim.sim.part_energy import part_energy_j
 from accelsim.sim.readplan import read_plan
 from accelsim.sim.train import PhaseCost, StepCosts, TrainModel, resource_names
 
@@ -53,7 +65,7 @@ class TrainResult:
     scenario: str
     system: str
     device: str
-    devices: int
+    devices: int  # every node's
     dataset: str
     storage: str
     global_batch: int
@@ -64,12 +76,15 @@ class TrainResult:
     step_time_s: float  # mean over steps after the first
     compute_time_per_step_s: float  # forward + backward + optimizer at the full batch
     allreduce_time_s: float  # all gradients in one message, closed form (0: no all-reduce)
-    allreduce_algorithm: str
+    allreduce_algorithm: str | None  # None: no all-reduce (one device)
     comm_link: str | None  # None: one device, no all-reduce
     comm_scale_up: bool | None
     comm_to_compute_ratio: float  # one all-reduce over the compute of the steps it serves
     overlap_allreduce: bool  # bucketed during backward, else one message after it
     accumulate: int  # micro-steps per all-reduce and optimizer step
+    nodes: int  # copies of the system joined by its NICs
+    comm_network: str | None  # the NIC link of a multi-node all-reduce (None: one node)
+    comm_network_time_s: float  # of allreduce_time_s, the part on the network
     allreduce_buckets: int  # all-reduces per accumulation group (0: none)
     bucket_bytes: float  # bucket size asked for
     comm_achievable_bandwidth_gb_s: float | None  # per device, what the collectives reach
@@ -103,7 +118,8 @@ def _estimate(plan: TrainPlan, batch: int) -> DeviceEstimate:
     sc = plan.scenario
     try:
         return estimate(sc.graph(), plan.device_profile, batch, sc.precision, "train",
-                        plan.software, sc.optimizer)
+                        plan.software, sc.optimizer, host_clock_hz(plan.system),
+                        host_cpu_profile(plan.system))
     except ImportError as err:
         raise AccelsimError(f"no usable cost model for device '{plan.device_profile.name}' "
                             f"(class {plan.device_profile.device_class}): {err}") from None
@@ -130,7 +146,8 @@ def _phase_cost(est: DeviceEstimate, comm: _Comm | None = None) -> PhaseCost:
 class _Comm:
     """What costing the all-reduce of one run needs."""
 
-    link: Link
+    link: Link  # the in-node fabric, else the network
+    fabric: Fabric
     profile: Any
     params: dict[str, int]  # parameters per op name
     grad_bytes: float
@@ -157,16 +174,30 @@ def _comm_costs(plan: TrainPlan, comm: _Comm | None, compute: dict[int, PhaseCos
     """The all-reduce of the run: per bucket, and of all gradients in one message."""
     if comm is None:
         return StepCosts(compute, 0.0, 0.0, core_w, dram_j)
-    n, algo = plan.devices, plan.allreduce
-    whole_s, whole_algo = collective_time_s("allreduce", algo, n, comm.grad_bytes, comm.link)
+    n, algo, fab = plan.devices, plan.allreduce, comm.fabric
     sizes = gradient_buckets(np.array([0.0]), np.array([comm.grad_bytes]),
                              comm.bucket_bytes).bytes
-    timed = [collective_time_s("allreduce", algo, n, b, comm.link) for b in sizes]
+    if fab.nodes > 1:
+        whole_s, whole_net_s, whole_algo = multinode_time_s("allreduce", algo, fab,
+                                                            comm.grad_bytes)
+        timed = [multinode_time_s("allreduce", algo, fab, b) for b in sizes]
+        # the simulated node's bytes (the result counts every node's energy)
+        wires = [tuple(x / fab.nodes for x in multinode_wire_bytes("allreduce", a, fab, b))
+                 for b, (_, _, a) in zip(sizes, timed, strict=True)]
+        return StepCosts(
+            # in-node bytes here; the network's are the buckets' (the same total)
+            compute, whole_s, multinode_wire_bytes("allreduce", whole_algo, fab,
+                                                   comm.grad_bytes)[0] / fab.nodes,
+            core_w, dram_j, sizes, tuple(t for t, _, _ in timed), tuple(w for w, _ in wires),
+            tuple(a for _, _, a in timed), whole_algo, tuple(s for _, s, _ in timed),
+            tuple(w for _, w in wires), whole_net_s)
+    whole_s, whole_algo = collective_time_s("allreduce", algo, n, comm.grad_bytes, comm.link)
+    timed2 = [collective_time_s("allreduce", algo, n, b, comm.link) for b in sizes]
     return StepCosts(
         compute, whole_s, collective_wire_bytes("allreduce", whole_algo, n, comm.grad_bytes),
-        core_w, dram_j, sizes, tuple(t for t, _ in timed),
+        core_w, dram_j, sizes, tuple(t for t, _ in timed2),
         tuple(collective_wire_bytes("allreduce", a, n, b) for b, (_, a) in zip(
-            sizes, timed, strict=True)), tuple(a for _, a in timed), whole_algo)
+            sizes, timed2, strict=True)), tuple(a for _, a in timed2), whole_algo)
 
 
 def _host_rates(plan: TrainPlan, notes: list[str]) -> tuple[float, float]:
@@ -182,8 +213,11 @@ def _host_rates(plan: TrainPlan, notes: list[str]) -> tuple[float, float]:
         dram_j = load_energy_constants().offchip_energy_j_per_byte(tech) if tech else 0.0
     except (AccelsimError, AttributeError, ImportError):
         notes.append(f"host CPU '{host.cpu}' has no loadable profile: host CPU and DRAM "
-                     "energy are 0")
+                     "energy are unknown (null)")
         return 0.0, 0.0
+    if not dram_j:
+        notes.append(f"host CPU '{host.cpu}' names no memory technology: DRAM energy is "
+                     "unknown (null)")
     # NB: a busy core draws TDP / cores; idle host power is not counted.
     return core_w, dram_j
 
@@ -200,8 +234,15 @@ def simulate_training(config: TrainConfig) -> TrainResult:
     """Run one training simulation; AccelsimError for impossible settings."""
     plan = resolve_config(config)
     notes: list[str] = []
-    reads = read_plan(plan.dataset, plan.devices, plan.batch_size, plan.io_threads,
-                      plan.steps, plan.epochs, plan.seed)
+    scale, prep_note = prep_scale(plan.dataset, plan.system.host)
+    if scale != 1.0:
+        ds = plan.dataset
+        plan = replace(plan, dataset=replace(
+            ds, prep_s_per_sample_per_core=ds.prep_s_per_sample_per_core * scale))
+    if prep_note:
+        notes.append(prep_note)
+    reads = read_plan(_node_share(plan.dataset, plan.nodes), plan.devices, plan.batch_size,
+                      plan.io_threads, plan.steps, plan.epochs, plan.seed)
     full = _estimate(plan, plan.batch_size)
     mem = full.memory
     if not mem["fits"]:
@@ -210,11 +251,14 @@ def simulate_training(config: TrainConfig) -> TrainResult:
             f"training) needs {mem['required_bytes'] / 1e9:.3g} GB on "
             f"'{plan.device_profile.name}', which has {mem['capacity_bytes'] / 1e9:.3g} GB")
     d2d = plan.system.device_to_device if plan.devices > 1 else None
+    if d2d is None and plan.nodes > 1:
+        d2d = plan.system.network
     comm = None
     if d2d is not None:
         graph = plan.scenario.graph()
         # NB: gradients are all-reduced in the width memory_need gives them (fp32 under AMP).
-        comm = _Comm(d2d, plan.device_profile, {op.name: op.params for op in graph.ops},
+        comm = _Comm(d2d, fabric(plan.system, plan.nodes, plan.devices), plan.device_profile,
+                     {op.name: op.params for op in graph.ops},
                      float(mem["gradients_bytes"]), plan.bucket_mb * MIB)
         _check_events(plan, reads.steps, bucket_count(comm.grad_bytes, comm.bucket_bytes))
     compute = {plan.batch_size: _phase_cost(full, comm), 0: PhaseCost()}
@@ -233,13 +277,24 @@ def simulate_training(config: TrainConfig) -> TrainResult:
         tdp_w, static_w = power_limits_w(plan.device_profile)
     except (AttributeError, ImportError):  # a profile without power figures: nothing to bound
         tdp_w, static_w = float("inf"), 0.0
-    check_training(res, int(reads.batch_samples().sum()), tdp_w, static_w,
+    check_training(res, int(reads.batch_samples().sum()) * plan.nodes, tdp_w, static_w,
                    full.host_energy_j > 0, {
                        "device": plan.device_profile.name, "system": plan.system.name,
                        "workload": plan.scenario.name, "batch": plan.batch_size,
                        "devices": plan.devices, "precision": plan.scenario.precision,
                        "mode": "train", "software": plan.software, "steps": res.steps})
     return res
+
+
+def _node_share(dataset: Any, nodes: int) -> Any:
+    """The part of `dataset` one of `nodes` nodes reads in an epoch (DistributedSampler)."""
+    if nodes == 1:
+        return dataset
+    # NB: every node reads ceil(samples / nodes), in whole files (the last node's share is
+    # really a little smaller).
+    share = -(-dataset.sample_count // nodes)
+    return replace(dataset, sample_count=share,
+                   file_count=-(-share // dataset.samples_per_file))
 
 
 def _check_events(plan: TrainPlan, steps: int, buckets: int) -> None:
@@ -256,10 +311,13 @@ def _check_events(plan: TrainPlan, steps: int, buckets: int) -> None:
 
 
 def _link_notes(plan: TrainPlan, d2d: Link | None) -> list[str]:
-    """A note per link the run uses whose energy per bit is unknown (costed at 0 J)."""
+    """A note per link the run uses whose energy is unknown: no energy per bit, and for the
+    network no NIC power either (`accelsim.sim.part_energy` counts the NICs' draw)."""
     s = plan.system
-    used = [s.host_to_device, d2d, s.network if s.storage.over_network else None]
-    return [f"link '{link.name}' has no energy figure: its transfers are costed at 0 J"
+    net = s.network if s.storage.over_network or plan.nodes > 1 else None
+    used = [s.host_to_device, d2d, net if net is not None and net.active_power_w is None
+            else None]
+    return [f"link '{link.name}' has no energy figure: the links' energy is unknown (null)"
             for link in dict.fromkeys(u for u in used if u is not None)
             if link.energy_j_per_bit is None]
 
@@ -268,9 +326,10 @@ def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Link | Non
             notes: list[str], contention_s: float) -> TrainResult:
     names = resource_names(plan)
     run_s = metrics.run_time_s(df)
-    roles = {names["h2d"]: "host_to_device", names["d2d"]: "device_to_device"}
+    roles = {names["h2d"]: "host_to_device", names["d2d"]: "device_to_device",
+             **{f"jpeg{d}": "jpeg_decoder" for d in range(plan.devices)}}
     caps = {"host_cpu": max(plan.prep_cores, 1), "host_to_device": plan.devices,
-            "accelerators": plan.devices}
+            "accelerators": plan.devices, "jpeg_decoder": plan.devices}
     util = metrics.utilization(df, roles, caps, run_s)
     au = metrics.accelerator_utilization(df)
     stage, why = metrics.bottleneck(df, run_s, plan.devices, util)
@@ -281,28 +340,43 @@ def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Link | Non
     c = costs.compute[plan.batch_size]
     compute_s = c.forward_s + c.backward_s + c.optimizer_s
     group_s = plan.accumulate * (c.forward_s + c.backward_s) + c.optimizer_s
+    parts, part_notes = part_energy_j(plan, df, run_s, names)
+    link_notes = _link_notes(plan, d2d)
+    if link_notes:
+        parts["links"] = None  # a link the run uses has no energy figure
+    if costs.core_power_w == 0:  # no host CPU profile (`_host_rates`)
+        parts["host_cpu"] = None
+    if costs.dram_j_per_byte == 0:
+        parts["dram"] = None
     energy = metrics.energy_breakdown_j(
         df, [names["h2d"], names["d2d"], names["network"]], _static_w(plan, notes), run_s,
-        plan.devices)
-    notes += _link_notes(plan, d2d)
-    notes.append("storage media draw no modelled energy (no power figure in the profiles)")
-    if plan.gpudirect:
-        notes.append("GPUDirect Storage: decode and augment run on the accelerator and are "
-                     "not costed")
+        plan.devices, parts)
+    notes += [*plan.decode.notes, *part_notes, *link_notes]
+    unknown = [k for k, v in energy.items() if v is None]
+    if unknown:
+        notes.append(f"energy total, energy per sample and average power leave out "
+                     f"{', '.join(unknown)} (unknown): lower bounds")
+    nodes = plan.nodes
+    if nodes > 1:  # every node like the simulated one
+        samples *= nodes
+        energy = {k: None if v is None else v * nodes for k, v in energy.items()}
+    net = plan.system.network if nodes > 1 else None
     buckets = (len(costs.bucket_bytes) if plan.overlap_allreduce else 1) if d2d else 0
     return TrainResult(
         scenario=plan.scenario.name, system=plan.system.name,
-        device=plan.device_profile.name, devices=plan.devices, dataset=plan.dataset.name,
+        device=plan.device_profile.name, devices=plan.devices * nodes,
+        dataset=plan.dataset.name,
         storage=plan.system.storage.name, global_batch=plan.global_batch,
         steps=int(df["step"].max()) + 1, samples=samples, run_time_s=run_s,
         throughput_samples_per_s=samples / run_s if run_s > 0 else 0.0, step_time_s=step_s,
         compute_time_per_step_s=compute_s, allreduce_time_s=costs.allreduce_s,
-        allreduce_algorithm=costs.allreduce_algorithm if d2d else plan.allreduce,
+        allreduce_algorithm=costs.allreduce_algorithm if d2d else None,
         comm_link=d2d.name if d2d is not None else None,
-        comm_scale_up=is_scale_up(d2d) if d2d is not None else None,
+        comm_scale_up=(is_scale_up(d2d) and nodes == 1) if d2d is not None else None,
         comm_to_compute_ratio=costs.allreduce_s / group_s if group_s > 0 else 0.0,
-        overlap_allreduce=plan.overlap_allreduce, accumulate=plan.accumulate,
-        allreduce_buckets=buckets,
+        overlap_allreduce=plan.overlap_allreduce, accumulate=plan.accumulate, nodes=nodes,
+        comm_network=net.name if net is not None else None,
+        comm_network_time_s=costs.allreduce_network_s, allreduce_buckets=buckets,
         bucket_bytes=plan.bucket_mb * MIB,
         comm_achievable_bandwidth_gb_s=(achievable(d2d).bandwidth_bytes_per_s / 1e9
                                         if d2d is not None else None),

@@ -30,12 +30,18 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from accelsim.devices.estimate import SOFTWARE
 from accelsim.devices.invariants import check_serving
+from accelsim.devices.software import (
+    DEFAULT,
+    check_software,
+    is_stack_file,
+    software_choices,
+)
 from accelsim.errors import AccelsimError, UnknownNameError
 from accelsim.interconnect.links import Link, load_link
 from accelsim.kernels.formats import FORMATS, get_format
 from accelsim.sim.batching import REL_TOLERANCE, batch_to_take, next_wake_s
+from accelsim.sim.hardware import host_clock_hz, host_cpu_profile
 from accelsim.sim.records import Recorder
 from accelsim.sim.service import device_host_link, service_table, static_power_w
 from accelsim.sim.system import System, load_system
@@ -80,7 +86,7 @@ class ServeConfig:
     max_wait_s: float = 0.0
     requests: int = 10_000
     seed: int = 0
-    software: str = "eager"
+    software: str = DEFAULT
     precision: str | None = None
     service_distribution: str = "fixed"
 
@@ -111,8 +117,10 @@ class ServeConfig:
             raise bad("devices", "must be a whole number of devices >= 1")
         if not _is_int(self.seed) or self.seed < 0:
             raise bad("seed", "must be a whole number >= 0")
-        if self.software not in SOFTWARE:
-            raise bad("software", f"choose one of {', '.join(SOFTWARE)}")
+        if is_stack_file(self.software):
+            check_software(self.software)  # ConfigError naming the stack file
+        elif self.software not in software_choices():
+            raise bad("software", f"choose one of {', '.join(software_choices())}")
         if self.service_distribution not in SERVICE_DISTRIBUTIONS:
             raise bad("service_distribution", f"choose one of {', '.join(SERVICE_DISTRIBUTIONS)}")
         if self.precision is not None:
@@ -328,7 +336,11 @@ def simulate_serving(cfg: ServeConfig) -> ServeResult:
     sc, profile, link, n_devices = _resolve(cfg)
     precision = cfg.precision or sc.precision
     graph = sc.graph()
-    table = service_table(graph, profile, link, cfg.max_batch, precision, cfg.software)
+    system = load_system(cfg.system) if isinstance(cfg.system, str) else cfg.system
+    host_hz = host_clock_hz(system) if system is not None else None  # None: reference host
+    host_cpu = host_cpu_profile(system) if system is not None else None
+    table = service_table(graph, profile, link, cfg.max_batch, precision, cfg.software, host_hz,
+                          host_cpu)
     server = _Server(cfg, n_devices, table)
     server.env.run()
     records = server.rec.frame()

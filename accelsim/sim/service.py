@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.estimate import estimate, power_limits_w
+from accelsim.devices.software import resolve_software
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.links import (
     Link,
@@ -79,13 +80,19 @@ def _transfer(n_bytes: np.ndarray, link: Link | None) -> tuple[np.ndarray, np.nd
 
 
 def _compute_table(graph: Graph, profile: Any, link: Link | None, max_batch: int,
-                   precision: str, software: str) -> pd.DataFrame:
+                   precision: str, software: str, host_hz: float | None,
+                   host_cpu: Any = None) -> pd.DataFrame:
     grid = _grid(max_batch)
-    ests = [estimate(graph, profile, int(b), precision, "infer", software) for b in grid]
+    ests = [estimate(graph, profile, int(b), precision, "infer", software,
+                     host_single_thread_hz=host_hz, host_cpu=host_cpu) for b in grid]
     batch = np.arange(1, max_batch + 1)
     # NB: between grid points (batches above EXACT_UP_TO) time, energy and memory are
     # interpolated linearly.
     compute_s = np.interp(batch, grid, [e.step_time_s for e in ests])
+    # A server stack (triton) handles every request: the estimate charged one per batch, a
+    # served batch holds one request per sample. NB: handling is serial with the batch.
+    stack = resolve_software(software, profile.device_class, host_hz)[0]
+    compute_s = compute_s + (batch - 1) * stack.host_per_request_s
     compute_j = np.interp(batch, grid, [e.energy_j for e in ests])
     need_b = np.interp(batch, grid, [e.memory["required_bytes"] for e in ests])
     in_b, out_b = io_bytes_per_sample(graph, precision)
@@ -111,17 +118,20 @@ def _compute_table(graph: Graph, profile: Any, link: Link | None, max_batch: int
 
 
 def service_table(graph: Graph, profile: Any, link: Link | None, max_batch: int,
-                  precision: str, software: str = "eager") -> pd.DataFrame:
+                  precision: str, software: str = "default", host_hz: float | None = None,
+                  host_cpu: Any = None) -> pd.DataFrame:
     """Per batch size b = 1..max_batch (the index): h2d_s, compute_s, d2h_s, service_s (their
     sum), energy_j (device batch energy plus link energy), io_bytes (inputs plus outputs moved)
-    and required_bytes (device memory)."""
+    and required_bytes (device memory). `host_cpu`: the CPU profile an NPU falls back on."""
     # Profiles and links hold dicts (unhashable), so the key uses their reprs; graphs hash by
     # identity and zoo graphs are cached, so a rebuilt graph is a new key.
-    key = (graph, repr(profile), repr(link), max_batch, precision, software)
+    key = (graph, repr(profile), repr(link), max_batch, precision, software, host_hz,
+           getattr(host_cpu, "name", None))
     if key not in _CACHE:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = _compute_table(graph, profile, link, max_batch, precision, software)
+        _CACHE[key] = _compute_table(graph, profile, link, max_batch, precision, software,
+                                     host_hz, host_cpu)
     return _CACHE[key]
 
 

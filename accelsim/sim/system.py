@@ -24,8 +24,12 @@ accelerator.device                      yes      a device profile name or .toml 
 accelerator.count                       yes      >= 1
 links.host_to_device                    yes      a link name (hw_profiles/links/) or path
 links.device_to_device                  no       a link name; required when count > 1
-links.network                           no       a link name; required for nas/object storage
-links.nic_count                         no       >= 1; required with, and only with, network
+links.network                           no       a link name (one NIC port: InfiniBand, RoCE /
+                                                 Ethernet); required for nas/object storage and
+                                                 for multi-node runs (`nodes` > 1)
+links.nic_count                         no       >= 1; required with, and only with, network:
+                                                 the node's NIC ports (rails), shared by storage
+                                                 reads over the network and cross-node traffic
 storage.name                            yes      a storage name (hw_profiles/storage/) or path
 storage.count                           yes      >= 1; devices striped together (RAID 0)
 ======================================= ======== ============================================

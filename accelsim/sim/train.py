@@ -13,6 +13,11 @@ Contention in SimPy's own terms:
 - host CPU: a `Resource` with one slot per core left after the framework's; prep workers are
   processes, one per (batch, worker) chunk of samples, each holding a core.
 - host-to-device links: one `Resource` per accelerator; the device-to-device fabric: one.
+- the node's NICs (multi-node): one `Resource`, held by the cross-node phase of each
+  all-reduce and by storage reads over the network, which so contend.
+- decode (`accelsim.sim.decode`, `accelsim.sim.stages`): on the host, prep workers before the
+  copy; on the device, after it (the compressed bytes cross), on the SMs (one `Resource` per
+  accelerator that its training step holds too) or on the hardware JPEG decoder (its own).
 - prefetch: a `Container` of N+1 tokens per accelerator. A batch takes one when its read
   starts and gives it back when its training step ends, so N batches load while one trains;
   with N = 0 the stages run one after another.
@@ -42,7 +47,8 @@ from accelsim.interconnect.links import BITS_PER_BYTE, Link
 from accelsim.sim.config import TrainPlan
 from accelsim.sim.costs import PhaseCost, StepCosts
 from accelsim.sim.readplan import ReadPlan
-from accelsim.sim.records import RESIDENCE_KINDS, Recorder
+from accelsim.sim.records import Recorder
+from accelsim.sim.stages import LoaderStages
 
 
 def resource_names(plan: TrainPlan) -> dict[str, str]:
@@ -61,7 +67,7 @@ def _link_j(link: Link | None, n_bytes: float) -> float:
     return n_bytes * BITS_PER_BYTE * link.energy_j_per_bit
 
 
-class TrainModel:
+class TrainModel(LoaderStages):
     """One run of the pipeline. Build, call `run()`, read `recorder`."""
 
     def __init__(self, plan: TrainPlan, reads: ReadPlan, costs: StepCosts) -> None:
@@ -92,20 +98,31 @@ class TrainModel:
         self.cpu = simpy.Resource(env, max(plan.prep_cores, 1))
         self.h2d = [simpy.Resource(env, 1) for _ in range(n)]
         self.d2d = simpy.Resource(env, 1)
+        self.nic = simpy.Resource(env, 1)  # NB: the node's NIC rails as one shared channel
         self.io_pool = [simpy.Resource(env, plan.io_threads) for _ in range(n)]
         self.window = [simpy.Container(env, plan.prefetch_batches + 1,
                                        init=plan.prefetch_batches + 1) for _ in range(n)]
-        steps = reads.steps
-        # Per (device, step): the batch is read / prepared / on the device.
-        self.read_ev = [[env.event() for _ in range(steps)] for _ in range(n)]
-        self.prep_ev = self.read_ev if plan.gpudirect else [
-            [env.event() for _ in range(steps)] for _ in range(n)]
-        self.ready_ev = self.read_ev if plan.gpudirect else [
-            [env.event() for _ in range(steps)] for _ in range(n)]
+        steps, dec = reads.steps, plan.decode
+        self.host_prep = not dec.on_device
+
+        def events() -> list[list[simpy.Event]]:
+            return [[env.event() for _ in range(steps)] for _ in range(n)]
+
+        # Per (device, step): the batch is read / prepared on the host / on the device /
+        # decoded there (stages a run skips alias the one before).
+        self.read_ev = events()
+        self.prep_ev = events() if self.host_prep else self.read_ev
+        self.xfer_ev = self.read_ev if plan.gpudirect else events()
+        self.ready_ev = events() if dec.on_device else self.xfer_ev
         self.read_start = np.zeros((n, steps))
         self.read_done = np.zeros((n, steps))
-        self.prep_done = self.read_done if plan.gpudirect else np.zeros((n, steps))
-        self.ready_at = self.read_done if plan.gpudirect else np.zeros((n, steps))
+        self.prep_done = np.zeros((n, steps)) if self.host_prep else self.read_done
+        self.xfer_done = self.read_done if plan.gpudirect else np.zeros((n, steps))
+        self.ready_at = np.zeros((n, steps)) if dec.on_device else self.xfer_done
+        # Device decode: on the SMs, which a training step holds too; or on the hardware
+        # decoder, beside them.
+        self.decoder = ([simpy.Resource(env, 1) for _ in range(n)] if dec.on_device
+                        else [])
         self.batch_samples = reads.batch_samples()
         self._arrivals: dict[int, list[tuple[int, float, PhaseCost]]] = {}
         self._comm_done: dict[int, simpy.Event] = {}
@@ -118,9 +135,12 @@ class TrainModel:
     def run(self) -> Recorder:
         for d in range(self.plan.devices):
             self.env.process(self._reader(d))
-            if not self.plan.gpudirect:
+            if self.host_prep:
                 self.env.process(self._preparer(d))
+            if not self.plan.gpudirect:
                 self.env.process(self._transferer(d))
+            if self.plan.decode.on_device:
+                self.env.process(self._decoder(d))
             self.env.process(self._trainer(d))
         self.env.run()
         return self.recorder
@@ -172,8 +192,14 @@ class TrainModel:
             # NB: one request is one IO against the 4 KiB IOPS figure whatever its size.
             store_s = max(n_bytes / self.storage_bw, n_req / self.iops)
             net_s = n_bytes / self.net_bw if self.net_bw else 0.0
+            nic = self.nic.request() if net_s else None
+            if nic is not None:
+                yield nic  # the NICs may be busy with an all-reduce's cross-node phase
+                t0 = env.now
             yield env.timeout(max(store_s, net_s))
-            # NB: storage media draw no modelled energy (no power figure in the profiles).
+            if nic is not None:
+                self.nic.release(nic)
+            # Storage energy follows from these records' busy time (`sim.part_energy`).
             rec.add("storage", "read", t0, t0 + store_s, g, d, n_samples, n_bytes)
             if net_s:
                 rec.add("network", "read", t0, t0 + net_s, g, d, n_samples, n_bytes,
@@ -227,7 +253,8 @@ class TrainModel:
         with self.cpu.request() as req:
             yield req
             t0 = env.now
-            # NB: the dataset's per-core prep time, not rescaled to this host's CPU.
+            # The dataset's per-core figure, already rescaled to the host CPU by the run
+            # (`accelsim.sim.hostprep`). NB: one core's speed whatever the load on the others.
             busy_s = n_samples * ds.prep_s_per_sample_per_core
             yield env.timeout(busy_s)
             self.recorder.add(self.names["host_cpu"], "prep", t0, env.now, g, d, n_samples,
@@ -245,11 +272,14 @@ class TrainModel:
         for g in range(self.reads.steps):
             yield self.prep_ev[d][g]
             samples = int(self.batch_samples[g, d])
-            n_bytes = float(samples * plan.dataset.decoded_sample_bytes)
             stored = float(self.reads.bytes[g, d].sum())
+            # Decoded samples cross the link, or the stored (compressed) bytes if the device
+            # decodes them.
+            n_bytes = float(samples * plan.dataset.decoded_sample_bytes
+                            if self.host_prep else stored)
             # NB: host DRAM traffic: stored bytes written and read once, decoded bytes written
             # and read by the DMA once; a pageable copy adds one read and one write.
-            dram_bytes = 2 * stored + 2 * n_bytes
+            dram_bytes = 2 * stored + (2 * n_bytes if self.host_prep else 0.0)
             if not plan.pinned_memory and n_bytes:
                 with self.cpu.request() as req:
                     yield req
@@ -269,7 +299,7 @@ class TrainModel:
                         _link_j(link, n_bytes), "pinned" if plan.pinned_memory else "pageable")
             rec.add(self.names["dram"], "dram", env.now, env.now, g, d, samples, dram_bytes,
                     dram_bytes * self.costs.dram_j_per_byte)
-            self._finish(self.ready_at, self.ready_ev, d, g)
+            self._finish(self.xfer_done, self.xfer_ev, d, g)
 
     # ------------------------------------------------------------------ compute + all-reduce
 
@@ -318,11 +348,32 @@ class TrainModel:
                 if ready > env.now:
                     yield env.timeout(ready - env.now)
                 t0 = env.now
-                yield env.timeout(dur_s)
+                yield from self._collective(g, i, dur_s, detail)
                 busy.append((t0, env.now))
                 rec.add(self.names["d2d"], "allreduce", t0, env.now, g, -1, 0, wire,
                         _link_j(link, wire), detail)
         self._comm_event(g).succeed()
+
+    def _collective(self, g: int, i: int, dur_s: float, detail: str
+                    ) -> Generator[Any, Any, None]:
+        """One all-reduce (bucket i, or all gradients if i < 0) of `dur_s`; across nodes its
+        cross-node phase, between the in-node reduce-scatter and all-gather, holds the NICs."""
+        costs, env = self.costs, self.env
+        net_s = (costs.allreduce_network_s if i < 0 else
+                 costs.bucket_network_s[i] if i < len(costs.bucket_network_s) else 0.0)
+        if net_s <= 0:
+            yield env.timeout(dur_s)
+            return
+        wire = (sum(costs.bucket_network_wire_bytes) if i < 0
+                else costs.bucket_network_wire_bytes[i])
+        yield env.timeout((dur_s - net_s) / 2)  # in-node reduce-scatter
+        with self.nic.request() as req:
+            yield req
+            t0 = env.now
+            yield env.timeout(net_s)
+            self.recorder.add(self.names["network"], "allreduce", t0, env.now, g, -1, 0, wire,
+                              _link_j(self.plan.system.network, wire), detail)
+        yield env.timeout((dur_s - net_s) / 2)  # in-node all-gather
 
     def _compute(self, d: int, g: int, c: PhaseCost, samples: int
                  ) -> Generator[Any, Any, None]:
@@ -330,7 +381,7 @@ class TrainModel:
         env, rec, name = self.env, self.recorder, f"accel{d}"
         t0 = env.now
         b0 = t0 + c.forward_s
-        comm = self.plan.devices > 1 and self._syncs(g)
+        comm = self.plan.devices * self.plan.nodes > 1 and self._syncs(g)
         if comm:
             self._arrive(g, d, b0, c)
             yield self._comm_event(g)
@@ -338,7 +389,7 @@ class TrainModel:
             b1 = advance(self._cursors[g].pop(d), c.backward_s, self._busy[g], share)
             if not self._cursors[g]:
                 del self._cursors[g], self._busy[g], self._comm_done[g]
-            self.contention_s += b1 - b0 - c.backward_s
+            self.contention_s += max(b1 - b0 - c.backward_s, 0.0)  # NB: float rounding < 0
             t_comm = env.now
             if b1 > env.now:
                 yield env.timeout(b1 - env.now)
@@ -350,24 +401,6 @@ class TrainModel:
         if comm and t_comm > b1:
             rec.add(name, "stall_comm", b1, t_comm, g, d)
 
-    def _residence(self, d: int, g: int) -> None:
-        """Where batch g of device d spent its time before it was ready: waiting for and in
-        each loader stage (the stage a queue builds in front of is the pipeline's limit)."""
-        marks = (self.read_start[d, g], self.read_done[d, g], self.prep_done[d, g],
-                 self.ready_at[d, g])
-        res, samples = f"loader{d}", int(self.batch_samples[g, d])
-        for kind, a, b in zip(RESIDENCE_KINDS, marks[:-1], marks[1:], strict=True):
-            if b > a or kind == "batch_read":
-                self.recorder.add(res, kind, a, b, g, d, samples)
-
-    def _stall(self, d: int, g: int, t0: float, t1: float) -> None:
-        rd, pd = self.read_done[d, g], self.prep_done[d, g]
-        cuts = (("stall_fetch", t0, min(rd, t1)), ("stall_prep", max(rd, t0), min(pd, t1)),
-                ("stall_transfer", max(pd, t0), t1))
-        for kind, a, b in cuts:
-            if b > a:
-                self.recorder.add(f"accel{d}", kind, a, b, g, d)
-
     def _trainer(self, d: int) -> Generator[Any, Any, None]:
         env, rec, name = self.env, self.recorder, f"accel{d}"
         for g in range(self.reads.steps):
@@ -378,12 +411,17 @@ class TrainModel:
                 self._stall(d, g, t_wait, env.now)
             samples = int(self.batch_samples[g, d])
             c = self.costs.compute[samples]
+            # Decoding on the SMs waits for the step to end, and the step for it.
+            # NB: decode kernels take the whole device; none run beside training's.
+            sms = self.decoder[d].request() if self.plan.decode.place == "gpu" else None
+            if sms is not None:
+                yield sms
             yield from self._compute(d, g, c, samples)
-            if not self._syncs(g):
-                self.window[d].put(1)
-                continue
-            t1 = env.now
-            yield env.timeout(c.optimizer_s)
-            rec.add(name, "compute", t1, env.now, g, d, samples, 0.0, c.optimizer_j,
-                    "optimizer")
+            if self._syncs(g):
+                t1 = env.now
+                yield env.timeout(c.optimizer_s)
+                rec.add(name, "compute", t1, env.now, g, d, samples, 0.0, c.optimizer_j,
+                        "optimizer")
+            if sms is not None:
+                self.decoder[d].release(sms)
             self.window[d].put(1)

@@ -16,6 +16,9 @@ file_size_mean_bytes         yes      > 0; mean size of one file on storage
 file_size_stdev_bytes        yes      >= 0; 0 for "constant", > 0 for "lognormal"
 decoded_sample_bytes         yes      >= 1; one sample as handed to the accelerator
 prep_ms_per_sample_per_core  yes      >= 0; CPU time to decode + augment one sample on one core
+prep_reference_clock_ghz     no       > 0; single-thread-equivalent clock of the CPU that figure
+                                      was measured on (as CPU profiles' single_thread_equiv_clock)
+prep_reference_simd_width_bits no     SIMD width of that CPU (`accelsim.sim.hostprep` rescales)
 ============================ ======== =======================================================
 
 plus `[sources]`. A "lognormal" is fitted by moments to the mean and stdev (which are the
@@ -41,6 +44,7 @@ from accelsim.errors import ConfigError
 from accelsim.physical import (
     BYTES,
     DURATION,
+    FREQUENCY,
     MAX_DATASET_FILES,
     MAX_DATASET_SAMPLES,
     MAX_SIZE_CV,
@@ -58,6 +62,7 @@ from accelsim.schema import (
 
 DATASET_FORMATS = ("jpeg", "tfrecord", "npz", "raw")
 SIZE_DISTRIBUTIONS = ("constant", "lognormal")
+MAX_SIMD_BITS = 4096  # NB: beyond any CPU's vector width (AVX-512, SVE's 2048-bit maximum)
 
 FIELDS = (
     text("description"),
@@ -71,6 +76,9 @@ FIELDS = (
     count("decoded_sample_bytes", high=BYTES.high),
     non_negative("prep_ms_per_sample_per_core", 1e-3, "prep_s_per_sample_per_core",
                  span=DURATION),
+    positive("prep_reference_clock_ghz", 1e9, "prep_reference_clock_hz", required=False,
+             span=FREQUENCY),
+    count("prep_reference_simd_width_bits", required=False, high=MAX_SIMD_BITS),
 )
 
 
@@ -89,6 +97,8 @@ class Dataset:
     file_size_stdev_bytes: float
     decoded_sample_bytes: int
     prep_s_per_sample_per_core: float
+    prep_reference_clock_hz: float | None = None  # the CPU the prep figure was measured on
+    prep_reference_simd_width_bits: int | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property

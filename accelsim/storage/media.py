@@ -18,6 +18,8 @@ request_latency_us        yes      >= 0; time to first byte of one request at lo
 gds_request_latency_us    no       >= 0; the same through GPUDirect Storage (NVMe only)
 max_concurrency           yes      >= 1; outstanding requests the medium serves at once (queue
                                    depth, NCQ slots, connections per prefix)
+active_power_w            no       >= 0; one device's draw while it reads (absent: unknown)
+idle_power_w              no       >= 0, <= active_power_w; its draw while idle (absent: unknown)
 ========================= ======== ===========================================================
 
 plus `[sources]`. kind "nas" and "object" are reached over the host's network link.
@@ -37,7 +39,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from accelsim.datafiles import builtin_files
-from accelsim.physical import BANDWIDTH, DURATION, OPS_RATE
+from accelsim.errors import ConfigError
+from accelsim.physical import BANDWIDTH, DURATION, OPS_RATE, POWER
 from accelsim.schema import (
     MB,
     Field,
@@ -68,6 +71,8 @@ FIELDS = (
     non_negative("gds_request_latency_us", 1e-6, "gds_request_latency_s", required=False,
                  span=DURATION),
     count("max_concurrency"),
+    non_negative("active_power_w", required=False, span=POWER),
+    non_negative("idle_power_w", required=False, span=POWER),
 )
 
 
@@ -84,6 +89,8 @@ class StorageMedium:
     max_concurrency: int
     write_bandwidth_bytes_per_s: float | None = None
     gds_request_latency_s: float | None = None
+    active_power_w: float | None = None  # None: not published
+    idle_power_w: float | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -122,6 +129,10 @@ def load_storage(name_or_path: str | Path) -> StorageMedium:
     if values["read_bandwidth_bytes_per_s"] is None:
         # NB: no published medium limit; the network link in front of it bounds reads.
         values["read_bandwidth_bytes_per_s"] = math.inf
+    idle, active = values["idle_power_w"], values["active_power_w"]
+    if idle is not None and active is not None and idle > active:
+        raise ConfigError(str(path), "idle_power_w", idle,
+                          f"must be at most active_power_w = {active:g}")
     return StorageMedium(name=path.stem, sources=sources, **values)
 
 

@@ -67,3 +67,75 @@ def llama2_70b(seq_len: int = 4096) -> Graph:
     """LLaMA-2 70B: 80 layers, 8192 hidden, 64 heads over 8 kv heads (GQA), SwiGLU 28672;
     68.98 B params."""
     return llama("llama2_70b", 80, 8192, 64, 28672, seq_len, n_kv_heads=8)
+
+
+def moe_swiglu(g: GraphBuilder, x: str, d_ff: int, n_experts: int, per_token: int) -> str:
+    """A mixture of SwiGLU experts (Mixtral, Jiang et al. 2024, arXiv:2401.04088): a router
+    (D -> experts) and `per_token` experts per token. NB: tokens are dealt to the experts in
+    equal shares (perfect load balance) and the expert outputs are summed unweighted (the
+    router's top-k softmax weights are not applied); each expert gets at least one row, so a
+    sequence shorter than experts / per_token tokens over-counts expert FLOPs."""
+    s = g.shape(x)[0]
+    g.linear(x, out_features=n_experts, bias=False, name="router")
+    copies = max(per_token, -(-n_experts // s))
+    rows = copies * s
+    dealt = g.concat(*([x] * copies), axis=0, name="dispatch") if copies > 1 else x
+    outs = []
+    for e in range(n_experts):
+        lo, hi = e * rows // n_experts, (e + 1) * rows // n_experts
+        with g.scope(f"experts.{e}"):
+            part = g.slice(dealt, axes=(0,), starts=(lo,), ends=(hi,), name="rows")
+            outs.append(swiglu_mlp(g, part, d_ff))
+    merged = g.concat(*outs, axis=0, name="combine")
+    y = g.slice(merged, axes=(0,), starts=(0,), ends=(s,), name="sum.0")
+    for j in range(1, copies):
+        part = g.slice(merged, axes=(0,), starts=(j * s,), ends=((j + 1) * s,), name=f"sum.{j}")
+        y = g.add(y, part, name=f"sum.add{j}")
+    return y
+
+
+@model("llama2_13b")
+def llama2_13b(seq_len: int = 4096) -> Graph:
+    """LLaMA-2 13B (HF `Llama-2-13b-hf` config): 40 layers, 5120 hidden, 40 heads (MHA),
+    SwiGLU 13824; 13.02 B params."""
+    return llama("llama2_13b", 40, 5120, 40, 13824, seq_len)
+
+
+@model("llama3_8b")
+def llama3_8b(seq_len: int = 8192) -> Graph:
+    """Llama 3 8B (Meta 2024, "The Llama 3 Herd of Models", arXiv:2407.21783; HF
+    `Meta-Llama-3-8B` config): 32 layers, 4096 hidden, 32 heads over 8 kv heads, SwiGLU 14336,
+    vocab 128256, RoPE base 500000; 8.03 B params."""
+    return llama("llama3_8b", 32, 4096, 32, 14336, seq_len, n_kv_heads=8, vocab=128256,
+                 rope_base=500000.0)
+
+
+@model("llama3_70b")
+def llama3_70b(seq_len: int = 8192) -> Graph:
+    """Llama 3 70B (HF `Meta-Llama-3-70B` config): 80 layers, 8192 hidden, 64 heads over 8 kv
+    heads, SwiGLU 28672, vocab 128256; 70.55 B params."""
+    return llama("llama3_70b", 80, 8192, 64, 28672, seq_len, n_kv_heads=8, vocab=128256,
+                 rope_base=500000.0)
+
+
+@model("mixtral_8x7b")
+def mixtral_8x7b(seq_len: int = 4096) -> Graph:
+    """Mixtral 8x7B (HF `Mixtral-8x7B-v0.1` config): 32 layers, 4096 hidden, 32 heads over 8 kv
+    heads, 8 SwiGLU experts of 14336, 2 per token, vocab 32000; 46.70 B params (12.9 B
+    active). Default seq_len 4096 (its context is 32768)."""
+    check_seq_len("mixtral_8x7b", seq_len, None)
+    g = GraphBuilder("mixtral_8x7b", family="transformer", arch="llama", d_model=4096,
+                     n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, vocab=32000,
+                     seq_len=seq_len, n_experts=8, experts_per_token=2, tied_weights={})
+    ids = g.input("input_ids", (seq_len,), "index")
+    x = g.embedding(ids, num_embeddings=32000, embedding_dim=4096, name="embed_tokens")
+    for i in range(32):
+        with g.scope(f"layers.{i}"):
+            h = g.rmsnorm(x, eps=1e-5, name="input_layernorm")
+            a = attention_block(g, h, 32, 8, causal=True, bias=False, rope=True,
+                                rope_base=1e6)
+            x = g.add(x, a, name="attn.add")
+            h = g.rmsnorm(x, eps=1e-5, name="post_attention_layernorm")
+            x = g.add(x, moe_swiglu(g, h, 14336, 8, 2), name="moe.add")
+    x = g.rmsnorm(x, eps=1e-5, name="norm")
+    return g.build(outputs=(g.linear(x, out_features=32000, bias=False, name="lm_head"),))

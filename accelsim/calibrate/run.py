@@ -1,0 +1,239 @@
+"""One calibration run: measure this host, fit, and write its profiles.
+
+    result = calibrate(Path("calibration"))          # about a minute on 2 cores
+    result.files      # {"cpu": .../host-cpu.toml, "software": .../numpy-host.toml, ...}
+
+Steps (a tqdm bar on stderr says which): host facts; a memory stream; JPEG decode (Pillow);
+every kernel case (`cases.kernel_cases`) at each precision through the project's numpy kernels;
+the closed-form fit (`fit.fit_efficiencies`); disk bandwidth and IOPS on a temporary file under
+the output folder; PyTorch as a second stack where it is importable. Writes `host-cpu.toml`
+(device profile), `numpy-host.toml` (software stack), `host-disk.toml` (storage medium),
+`pytorch-host.toml` (where measured) and `calibration.json` (every timing and fit error).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from accelsim.calibrate.cases import (
+    BUDGETS,
+    Clock,
+    dispatch_case,
+    kernel_cases,
+    stream_bandwidth_bytes_per_s,
+    time_case,
+)
+from accelsim.calibrate.fit import (
+    MATMUL_KERNELS,
+    Fit,
+    case_key,
+    fit_core_tile,
+    fit_efficiencies,
+    unit_work_s,
+    with_group_figures,
+)
+from accelsim.calibrate.host import HostFacts, host_facts
+from accelsim.calibrate.io_bench import measure_disk, measure_jpeg_decode
+from accelsim.calibrate.write import cpu_profile, measured_stack, storage_profile, write_profile
+from accelsim.devices.profile import load_profile
+from accelsim.devices.software import load_stack
+from accelsim.errors import AccelsimError
+from accelsim.results.files import write_atomic
+from accelsim.storage.media import load_storage
+
+# What a budget measures: precisions, repeats per case, stream / disk bytes, JPEG decodes.
+PLAN = {
+    "full": {"precisions": ("fp32", "fp16", "bf16", "int8"), "repeats": 2, "passes": 2,
+             "stream_bytes": 64 << 20, "disk_bytes": 128 << 20, "random_reads": 2000,
+             "jpegs": 16},
+    "tiny": {"precisions": ("fp32",), "repeats": 2, "passes": 1, "stream_bytes": 8 << 20,
+             "disk_bytes": 4 << 20, "random_reads": 100, "jpegs": 2},
+}
+DISPATCH_REPEATS = 50
+STREAM_REPEATS = 20
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+SHARED_HOST_NOTE = ("each figure is the least of several runs, to filter out other processes; "
+                    "on a host shared with other work the figures still lean slow")
+
+
+@dataclass
+class Calibration:
+    """What a run wrote (`files`: kind -> path) and measured (`summary`, also written as
+    calibration.json)."""
+
+    files: dict[str, Path] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _fit_cases(profile: Any, precisions: tuple[str, ...], plan: dict[str, Any],
+               cases: list[Any], bar: tqdm, clock: Clock, timer: Any = time_case
+               ) -> tuple[Fit, list[dict[str, Any]]]:
+    """Time every case at every precision with `timer(case, precision, repeats, clock)`,
+    keeping
+    each one's least time over `plan["passes"]` passes through all of them (NB: a burst of
+    other work on a shared host then spoils one pass of a case, not all), and fit."""
+    rows: list[dict[str, Any]] = []
+    timed: list[Any] = []
+    for precision in precisions:
+        for case in cases:
+            rows.append({"case": case.name, "kernel": case.kernel, "precision": precision,
+                         "key": case_key(case, precision), "measured_s": float("inf")})
+            timed.append(case)
+    for _ in range(plan["passes"]):
+        for row, case in zip(rows, timed, strict=True):
+            bar.set_description(f"{row['kernel']} {row['case']} {row['precision']}")
+            seconds = timer(case, row["precision"], plan["repeats"], clock)
+            row["measured_s"] = min(row["measured_s"], seconds)
+            bar.update()
+    dispatch_s = timer(dispatch_case(), precisions[0], DISPATCH_REPEATS, clock)
+    bar.set_description("fitting")
+    for row, case in zip(rows, timed, strict=True):
+        row["work_s"], row["kernels"] = unit_work_s(profile, case, row["precision"])
+    tile = fit_core_tile(rows, timed, profile, dispatch_s)
+    for row, case in zip(rows, timed, strict=True):
+        if case.kernel in MATMUL_KERNELS:
+            row["work_s"] = unit_work_s(profile, case, row["precision"], tile)[0]
+    fit = fit_efficiencies([r["key"] for r in rows], np.array([r["work_s"] for r in rows]),
+                           np.array([r["kernels"] for r in rows]),
+                           np.array([r["measured_s"] for r in rows]), dispatch_s, tile)
+    for row, err in zip(rows, fit.relative_error, strict=True):
+        row["fit_relative_error"] = float(err)
+    return fit, rows
+
+
+def _torch_step(out_dir: Path, profile: Any, facts: HostFacts, date: str, plan: dict[str, Any],
+                cases: list[Any], bar: tqdm, clock: Clock
+                ) -> tuple[Path | None, dict[str, Any]]:
+    """PyTorch as a second stack where it is importable (else None and why)."""
+    if importlib.util.find_spec("torch") is None:
+        return None, {"skipped": "PyTorch is not importable here: no second stack"}
+    from accelsim.calibrate.torch_cases import TORCH_PRECISIONS, torch_timer
+
+    precisions = tuple(p for p in plan["precisions"] if p in TORCH_PRECISIONS)
+    fit, rows = _fit_cases(profile, precisions, plan, cases, bar, clock, torch_timer())
+    import torch
+
+    note = (f"{len(rows)} cases of {', '.join(precisions)}, {_clock_name(clock)}; median "
+            f"|fit error| {fit.median_abs_error:.1%}")
+    data = measured_stack(
+        f"PyTorch {torch.__version__} eager on {facts.hostname} ({facts.cores} CPUs), measured",
+        with_group_figures(fit.efficiency), fit.per_kernel_s, fit.core_tile,
+        profile.compute.single_thread_equiv_clock_hz / 1e9, facts.hostname, date, note)
+    path = write_profile(out_dir / "pytorch-host.toml", data,
+                         "Software stack measured by accelsim calibrate (PyTorch, CPU)")
+    load_stack(path)
+    return path, {"version": torch.__version__, "per_kernel_s": fit.per_kernel_s,
+                  "core_tile": fit.core_tile,
+                  "efficiency": fit.efficiency, "median_abs_fit_error": fit.median_abs_error,
+                  "cases": rows}
+
+
+def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
+              torch: bool = True, cpu_time: bool = False) -> Calibration:
+    """Measure this host and write its profiles under `out_dir` (see the module docstring).
+    `budget="tiny"` measures a few small sizes in fp32 only (tests). `cpu_time`: time kernels
+    by the process's CPU time instead of the wall clock (NB: on a host shared with other work,
+    the time the kernels would take alone; right only where they run one thread, e.g. with
+    OPENBLAS_NUM_THREADS=1). Raises AccelsimError for an unknown budget or an unwritable
+    folder."""
+    if budget not in BUDGETS:
+        raise AccelsimError(f"calibration budget '{budget}': choose one of {', '.join(BUDGETS)}")
+    plan = PLAN[budget]
+    clock: Clock = time.process_time if cpu_time else time.perf_counter
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise AccelsimError(f"calibrate --out {out_dir}: cannot create the folder "
+                            f"({err.strerror or err})") from None
+    cases = kernel_cases(budget)
+    n_torch = len(cases) * 2 * plan["passes"] if torch else 0
+    steps = 4 + len(cases) * len(plan["precisions"]) * plan["passes"] + n_torch
+    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    result = Calibration()
+    with tqdm(total=steps, disable=not progress, unit="step", leave=False) as bar:
+        bar.set_description("host facts and memory stream")
+        facts = host_facts()
+        stream = stream_bandwidth_bytes_per_s(plan["stream_bytes"], STREAM_REPEATS)
+        bar.update()
+        bar.set_description("JPEG decode")
+        jpeg_s, jpeg_note = measure_jpeg_decode(plan["jpegs"])
+        jpeg_text = (f"JPEG decode {jpeg_s * 1e3:.2f} ms per image on one core ({jpeg_note})."
+                     if jpeg_s is not None else f"{jpeg_note}.")
+        data, peak = cpu_profile(facts, stream, date, jpeg_text)
+        result.files["cpu"] = write_profile(out_dir / "host-cpu.toml", data,
+                                            "CPU device profile measured by accelsim calibrate")
+        profile = load_profile(result.files["cpu"])
+        bar.update()
+        fit, rows = _fit_cases(profile, plan["precisions"], plan, cases, bar, clock)
+        note = (f"{len(rows)} cases of {', '.join(plan['precisions'])}, {_clock_name(clock)}; "
+                f"median |fit error| {fit.median_abs_error:.1%}")
+        blas = _blas_name()
+        stack = measured_stack(
+            f"accelsim's numpy kernels (numpy {np.__version__}, {blas}) on {facts.hostname}, "
+            "measured", with_group_figures(fit.efficiency), fit.per_kernel_s, fit.core_tile,
+            profile.compute.single_thread_equiv_clock_hz / 1e9, facts.hostname, date, note)
+        result.files["software"] = write_profile(
+            out_dir / "numpy-host.toml", stack, "Software stack measured by accelsim calibrate")
+        load_stack(result.files["software"])
+        bar.set_description("disk read bandwidth and IOPS")
+        try:
+            disk = measure_disk(out_dir, plan["disk_bytes"], plan["random_reads"])
+        except OSError as err:
+            raise AccelsimError(f"calibrate: cannot measure the disk under {out_dir} "
+                                f"({err.strerror or err})") from None
+        result.files["storage"] = write_profile(
+            out_dir / "host-disk.toml", storage_profile(disk, facts.hostname, date),
+            "Storage medium measured by accelsim calibrate")
+        load_storage(result.files["storage"])
+        bar.update()
+        torch_path, torch_summary = (_torch_step(out_dir, profile, facts, date, plan, cases, bar,
+                                                   clock)
+                                     if torch else (None, {"skipped": "not asked"}))
+        if torch_path is not None:
+            result.files["software_torch"] = torch_path
+        bar.update()
+    result.summary = {
+        "host": facts.hostname, "cpu": facts.model_name, "cores": facts.cores, "date": date,
+        "python": platform.python_version(), "numpy_version": np.__version__, "blas": blas,
+        "budget": budget, "note": SHARED_HOST_NOTE,
+        "clock": _clock_name(clock),
+        "blas_threads_env": {k: os.environ[k] for k in BLAS_THREAD_VARS if k in os.environ},
+        "fp32_vector_peak_flops_per_s": peak, "stream_bytes_per_s": stream,
+        "jpeg_decode_s_per_image": jpeg_s, "jpeg_note": jpeg_note,
+        "disk": {"read_bandwidth_bytes_per_s": disk.read_bandwidth_bytes_per_s,
+                 "random_read_4k_iops": disk.random_read_4k_iops,
+                 "request_latency_s": disk.request_latency_s, "kind": disk.kind,
+                 "cached": disk.cached},
+        "numpy": {"per_kernel_s": fit.per_kernel_s, "efficiency": fit.efficiency,
+                  "core_tile": fit.core_tile,
+                  "median_abs_fit_error": fit.median_abs_error, "cases": rows},
+        "pytorch": torch_summary,
+        "files": {k: str(v) for k, v in result.files.items()},
+    }
+    result.files["summary"] = out_dir / "calibration.json"
+    write_atomic(result.files["summary"], json.dumps(result.summary, indent=1) + "\n")
+    return result
+
+
+def _clock_name(clock: Clock) -> str:
+    return "timed by process CPU time" if clock is time.process_time else "timed by wall time"
+
+
+def _blas_name() -> str:
+    """The BLAS numpy is built against, as numpy's build config names it."""
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{blas.get('name', 'BLAS')} {blas.get('version', '')}".strip()
+    except (TypeError, KeyError, AttributeError):
+        return "BLAS unknown"

@@ -1,0 +1,192 @@
+"""Write what a calibration measured as the project's normal data files: a CPU device profile
+(`hw_profiles/devices` schema), a software stack (`hw_profiles/software`) and a storage medium
+(`hw_profiles/storage`), each with a `[sources]` entry per figure.
+
+    text = toml_text({"class": "cpu", "compute": {"cores": 2}}, "header comment")
+
+The files load with `load_profile`, `load_stack` and `load_storage` like the built-in ones.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from accelsim.calibrate.host import HostFacts, memory_technology, nearest_builtin
+from accelsim.calibrate.io_bench import DiskResult
+from accelsim.devices.profile import load_profile
+from accelsim.results.files import write_atomic
+
+FMA_UNITS_ASSUMED = 2  # NB: two FMA pipes per core (every x86 core since Haswell / Zen 3)
+FLOPS_PER_FMA = 2
+SIGNIFICANT = 4  # digits kept of a measured figure
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError(f"not a finite number: {v}")
+        return repr(float(f"{v:.{SIGNIFICANT}g}"))
+    if isinstance(v, str):
+        return json.dumps(v)  # a TOML basic string
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def toml_text(data: dict[str, Any], header: str) -> str:
+    """`data` (scalars first, then tables, nested tables dotted) as TOML under `# header`."""
+    lines = [f"# {line}" for line in header.splitlines()]
+
+    def emit(table: dict[str, Any], prefix: str) -> None:
+        scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
+        if prefix and scalars:
+            lines.append(f"\n[{prefix}]")
+        for k, v in scalars.items():
+            key = k if k.replace("_", "").isalnum() else json.dumps(k)
+            lines.append(f"{key} = {_value(v)}")
+        for k, v in table.items():
+            if isinstance(v, dict):
+                emit(v, f"{prefix}.{k}" if prefix else k)
+
+    emit(data, "")
+    return "\n".join(lines) + "\n"
+
+
+def measured(host: str, date: str, what: str = "") -> str:
+    """The source text of a measured figure."""
+    return f"measured: accelsim calibrate on {host}, {date}" + (f" ({what})" if what else "")
+
+
+def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
+                jpeg_note: str) -> tuple[dict[str, Any], float]:
+    """(the CPU profile of this host as TOML data, its fp32 vector peak in FLOP/s)."""
+    src = measured(facts.hostname, date)
+    clock_hz = facts.max_clock_hz or facts.clock_hz or 1e9
+    fma = FMA_UNITS_ASSUMED if facts.has_fma else 1
+    peak = facts.cores * facts.simd_width_bits / 32 * fma * FLOPS_PER_FMA * clock_hz
+    ref = load_profile(nearest_builtin(facts))
+    tdp_w = ref.power.tdp_w * facts.cores / float(ref.compute.cores)
+    compute: dict[str, Any] = {
+        "clock_mhz": round(clock_hz / 1e6, 1),
+        "single_thread_equiv_clock_ghz": round(clock_hz / 1e9, 3),
+        "cores": facts.cores, "threads": facts.cores, "sockets": 1,
+        "simd_width_bits": facts.simd_width_bits, "fma_units_per_core": fma,
+        "vector": {"peak_tflops_fp32": peak / 1e12}}
+    offchip: dict[str, Any] = {"technology": memory_technology(facts),
+                               "bandwidth_gb_s": stream_bytes_per_s / 1e9}
+    if facts.memory_bytes:
+        offchip["capacity_gb"] = round(facts.memory_bytes / 1e9, 2)
+    sources = {
+        "compute.clock_mhz": f"{src}: read from {facts.clock_source}",
+        "compute.single_thread_equiv_clock_ghz": f"{src}: the clock x IPC 1.0 relative to "
+        "Sunny Cove (assumed: not measured; the numpy stack's host times are at this clock)",
+        "compute.cores": f"{src}: os.sched_getaffinity (logical CPUs this process may use)",
+        "compute.threads": f"{src}: os.sched_getaffinity",
+        "compute.sockets": "defined: one socket per profile (project convention)",
+        "compute.simd_width_bits": f"{src}: /proc/cpuinfo flags",
+        "compute.fma_units_per_core": f"assumed: {fma} FMA pipe(s) per core (not exposed by "
+        "the OS)",
+        "compute.vector.peak_tflops_fp32": f"derived: {facts.cores} cores x "
+        f"{facts.simd_width_bits // 32} lanes x {fma} FMA x 2 x {clock_hz / 1e9:.3f} GHz",
+        "offchip_memory.technology": "assumed: guessed from the CPU family "
+        "(accelsim.calibrate.host.memory_technology); not exposed in a VM",
+        "offchip_memory.bandwidth_gb_s": f"{src}: np.copyto of a float32 array, bytes read "
+        "+ written over the least time (one thread: a lower bound of the socket's)",
+        "power.tdp_w": f"assumed: {ref.name}'s TDP per core x {facts.cores} cores (no power "
+        "figure is exposed; not measured)",
+    }
+    if facts.memory_bytes:
+        sources["offchip_memory.capacity_gb"] = f"{src}: /proc/meminfo MemTotal"
+    onchip: dict[str, Any] = {}
+    if facts.l3_cache_bytes:
+        onchip["l3_cache_mib"] = round(facts.l3_cache_bytes / 2**20, 3)
+        sources["onchip_memory.l3_cache_mib"] = f"{src}: /sys/devices/system/cpu/cpu0/cache"
+    else:
+        onchip["l3_cache_mib"] = ref.onchip_memory.capacity_bytes / 2**20
+        sources["onchip_memory.l3_cache_mib"] = f"assumed: {ref.name}'s (not exposed)"
+    data = {
+        "class": "cpu", "display_name": f"{facts.model_name} ({facts.cores} CPUs, this host)",
+        "vendor": facts.vendor,
+        "notes": f"Calibrated on {facts.hostname}, {date}. {jpeg_note}",
+        "compute": compute, "onchip_memory": onchip, "offchip_memory": offchip,
+        "power": {"tdp_w": round(tdp_w, 1)}, "sources": sources}
+    return data, peak
+
+
+def storage_profile(disk: DiskResult, host: str, date: str) -> dict[str, Any]:
+    """The storage medium of the disk under the calibration's output folder, as TOML data."""
+    src = measured(host, date, f"a temporary file under {disk.path}")
+    cached = " (NB: faster than a drive: the page cache probably answered)" if disk.cached \
+        else ""
+    return {
+        "kind": disk.kind,
+        "description": f"The disk under {disk.path} on {host}, measured {date}",
+        "read_bandwidth_mb_s": disk.read_bandwidth_bytes_per_s / 1e6,
+        "random_read_4k_iops": disk.random_read_4k_iops,
+        "request_latency_us": disk.request_latency_s * 1e6,
+        "max_concurrency": 1,
+        "sources": {
+            "kind": "assumed: guessed from /sys/dev/block (device name, queue/rotational) and "
+            "the measured IOPS (above 1000: not a rotating disk)",
+            "read_bandwidth_mb_s": f"{src}: one sequential pass in 1 MiB reads after "
+            f"posix_fadvise(DONTNEED){cached}",
+            "random_read_4k_iops": f"{src}: 4 KiB reads at random offsets, queue depth 1",
+            "request_latency_us": f"{src}: the mean time of one 4 KiB random read",
+            "max_concurrency": "defined: 1, the queue depth the IOPS were measured at (a "
+            "deeper queue was not measured)",
+        }}
+
+
+def write_profile(path: Path, data: dict[str, Any], header: str) -> Path:
+    """Write `data` as TOML to `path` (atomically) and return the path."""
+    write_atomic(path, toml_text(data, header))
+    return path
+
+
+def measured_stack(description: str, efficiency: dict[str, float], per_kernel_s: float,
+                   core_tile: tuple[int, int] | None, single_thread_ghz: float, host: str,
+                   date: str, fit_note: str) -> dict[str, Any]:
+    """A software stack whose CPU efficiencies and dispatch time were fitted on this host's
+    calibration cases (`accelsim.calibrate.fit`), as TOML data."""
+    from accelsim.devices.software import MAX_CPU_EFFICIENCY
+
+    fit_src = f"accelsim calibrate on {host}, {date}"
+    kept = {k: min(v, MAX_CPU_EFFICIENCY) for k, v in sorted(efficiency.items())}
+    sources = {
+        "host.per_step_us": "defined: the measured forward is the sum of its ops' kernel times "
+        "(graph walking and parameter generation are not timed)",
+        "host.reference_single_thread_ghz": "defined: this host's single-thread clock (the "
+        "CPU profile written beside it), so the host times apply as measured",
+        "host.per_kernel_us.cpu": f"fitted: {fit_src}: the per-op intercept shared by every case "
+        f"({fit_note})",
+        "graph.weight_casts": "defined: the kernels round weights inside each op's time",
+        "graph.layout_conversions_per_conv": "defined: NCHW throughout, no conversions",
+        "efficiency.tensor_core": "defined: not a GPU stack (unused)",
+        "efficiency.cuda_core": "defined: not a GPU stack (unused)",
+        "efficiency.dram_bandwidth": "defined: not a GPU stack (unused)",
+    }
+    for key, value in kept.items():
+        capped = f", capped at {MAX_CPU_EFFICIENCY} from {efficiency[key]:.3g}" \
+            if value < efficiency[key] else ""
+        sources[f"cpu_efficiency.{key}"] = f"fitted: {fit_src}: of the CPU profile's peak " \
+            f"({fit_note}{capped})"
+    tiling = {}
+    if core_tile is not None:
+        tiling = {"cpu_tiling": {"core_tile_m": core_tile[0], "core_tile_n": core_tile[1]}}
+        for key in ("core_tile_m", "core_tile_n"):
+            sources[f"cpu_tiling.{key}"] = f"fitted: {fit_src}: the tile of " \
+                "accelsim.calibrate.fit.CORE_TILES whose GEMM fit errs least"
+    return {
+        "description": description, "classes": ["cpu"],
+        "host": {"per_step_us": 0.0, "reference_single_thread_ghz": single_thread_ghz,
+                 "per_kernel_us": {"cpu": per_kernel_s * 1e6}},
+        "graph": {"weight_casts": False, "layout_conversions_per_conv": 0.0},
+        "efficiency": {"tensor_core": 1.0, "cuda_core": 1.0, "dram_bandwidth": 1.0},
+        "cpu_efficiency": kept, **tiling, "sources": sources}

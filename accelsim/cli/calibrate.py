@@ -1,0 +1,59 @@
+"""`accelsim calibrate`: measure this host with the project's own kernels and write its
+profiles (a CPU device, a numpy software stack, a storage medium; PyTorch where importable)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from accelsim.cli.common import cli, echo_json
+
+
+@cli.command()
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("calibration"), show_default=True,
+              help="Folder for the profiles and calibration.json (created).")
+@click.option("--budget", type=click.Choice(["full", "tiny"]), default="full", hidden=True,
+              help="tiny: a few small sizes in fp32 only (tests).")
+@click.option("--no-torch", is_flag=True, help="Do not measure PyTorch even if importable.")
+@click.option("--cpu-time", is_flag=True, help="Time by the process's CPU time, not the wall "
+              "clock: on a host shared with other work, what the kernels take alone (run with "
+              "OPENBLAS_NUM_THREADS=1 so that they use one thread).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def calibrate(out_dir: Path, budget: str, no_torch: bool, cpu_time: bool,
+              as_json: bool) -> None:
+    """Measure this host (GEMMs, convolutions, attention, normalisation and elementwise ops
+    through the numpy kernels, a memory stream, disk reads, JPEG decode) and write profiles
+    for `simulate --hw OUT/host-cpu.toml --software OUT/numpy-host.toml`."""
+    from accelsim.calibrate.run import calibrate as run_calibration
+
+    result = run_calibration(out_dir, budget=budget, progress=not as_json, torch=not no_torch,
+                             cpu_time=cpu_time)
+    s = result.summary
+    if as_json:
+        echo_json(s)
+        return
+    numpy_fit = s["numpy"]
+    click.echo(f"calibrated {s['cpu']} ({s['cores']} CPUs) on {s['host']}, {s['date']} "
+               f"({s['clock']})")
+    click.echo(f"  fp32 vector peak {s['fp32_vector_peak_flops_per_s'] / 1e9:.1f} GFLOP/s "
+               f"(derived), memory stream {s['stream_bytes_per_s'] / 1e9:.1f} GB/s (measured)")
+    effs = ", ".join(f"{k} {v:.3g}" for k, v in numpy_fit["efficiency"].items()
+                     if k.startswith(("gemm_", "conv_")))
+    click.echo(f"  numpy: {numpy_fit['per_kernel_s'] * 1e6:.1f} us per op; of peak: {effs} "
+               f"(every op kind in the stack file); median |fit error| "
+               f"{numpy_fit['median_abs_fit_error']:.1%} over {len(numpy_fit['cases'])} cases")
+    disk = s["disk"]
+    click.echo(f"  disk: {disk['read_bandwidth_bytes_per_s'] / 1e6:.0f} MB/s sequential, "
+               f"{disk['random_read_4k_iops']:.0f} IOPS at queue depth 1"
+               + (" (page cache probably answered)" if disk["cached"] else ""))
+    jpeg = s["jpeg_decode_s_per_image"]
+    click.echo(f"  JPEG decode: {jpeg * 1e3:.2f} ms per image" if jpeg is not None
+               else f"  JPEG decode: {s['jpeg_note']}")
+    torch_s = s["pytorch"]
+    click.echo(f"  pytorch: {torch_s['skipped']}" if "skipped" in torch_s else
+               f"  pytorch {torch_s['version']}: {torch_s['per_kernel_s'] * 1e6:.1f} us per op")
+    click.echo(f"  note: {s['note']}")
+    for kind, path in result.files.items():
+        click.echo(f"  wrote {kind}: {path}")

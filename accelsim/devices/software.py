@@ -1,0 +1,338 @@
+"""Software stacks as data: `hw_profiles/software/<name>.toml`, one per framework / runtime.
+
+    stack, note = resolve_software("tensorrt", "gpu", host_single_thread_hz=3.8e9)
+    stack.host_per_kernel_s("gpu")   # framework host time per kernel on this host, s
+
+A stack says what a framework costs beside the kernels themselves: host time per kernel (by
+device class) and per step (and per request, for a server), what it fuses into its producer
+kernel, the NCHW/NHWC layout conversions it inserts around tensor-core convolutions, whether
+autocast casts the fp32 master weights every forward, and modifiers of the class model's kernel
+efficiencies. Every number has a `[sources]` entry (a fitted one names its fit set).
+
+Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys and sources):
+
+    description            str   one line
+    classes                [str] device classes it runs on (gpu cpu tpu fpga npu null)
+    default_for            [str] optional: classes that run it when no stack is asked for
+    aliases                [str] optional: older names that select it ("eager", "compiled")
+    [host] per_step_us     >= 0  host time per step / batch, serial with the device
+           per_request_us  >= 0  optional: a server's time per request (triton)
+           reference_single_thread_ghz  > 0  the host single-thread clock (Ice Lake-equivalent,
+                           `single_thread_equiv_clock` of CPU profiles) the host times hold at
+    [host.per_kernel_us]   >= 0  per class (gpu, cpu, ...): host time to issue one kernel / op
+    [graph] fuses          [str] optional: "elementwise", "normalization" rows fused into the
+                           producer kernel (absent: nothing fused)
+           weight_casts    bool  autocast: one cast kernel per weighted matmul per forward
+           layout_conversions_per_conv  >= 0  transposes per tensor-core conv (each reads and
+                           writes the conv's input activation)
+    [efficiency] tensor_core, cuda_core, dram_bandwidth   (0, 2]  modifiers multiplying the
+                           class model's factors (the product is capped at 1)
+    [cpu_efficiency]       (0, 10] optional, CPU only: `<kernel>_<precision>` (kernel: gemm,
+                           conv, attention, vector, stream, or a non-matmul op kind such as
+                           relu, gelu) fractions of the CPU profile's peak (fp32 vector peak;
+                           DRAM bandwidth for `stream` and streaming op kinds) that replace
+                           the class factors for that kernel and precision (a measured stack:
+                           `accelsim calibrate`)
+    [cpu_tiling] core_tile_m, core_tile_n   optional, CPU only: the per-core output block of
+                           the stack's GEMM kernels, replacing the class's `assumed.core_tile`
+
+`--software` takes a built-in name or a path to a stack file (`*.toml`).
+
+Host times scale with the host CPU: time x reference clock / the host's single-thread clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accelsim.datafiles import builtin_files
+from accelsim.devices.mapping import FUSION_GROUP_OPS, fused_rows
+from accelsim.errors import ConfigError, UnknownNameError
+from accelsim.physical import DURATION, FREQUENCY
+from accelsim.schema import (
+    Field,
+    count,
+    find_profile,
+    flag,
+    non_negative,
+    parse_profile,
+    positive,
+    read_toml,
+    text,
+    texts,
+)
+from accelsim.workload.ops import MATMUL_KINDS, OpKind
+
+STACK_CLASSES = ("gpu", "cpu", "tpu", "fpga", "npu", "null")
+FUSION_GROUPS = tuple(FUSION_GROUP_OPS)  # "elementwise", "normalization"
+LEGACY_NAMES = ("eager", "compiled")  # the software knob's values before stacks were data
+DEFAULT = "default"  # the software knob's value that means "the device class's default stack"
+US = 1e-6
+MAX_MODIFIER = 2.0
+# NB: a measured CPU efficiency may pass 1: a stream op whose operands stay in cache outruns
+# the DRAM figure, and a core may boost above the clock its profile's peak is derived at.
+MAX_CPU_EFFICIENCY = 10.0
+MAX_CORE_TILE = 1024
+CPU_KERNELS = ("gemm", "conv", "attention", "vector", "stream")
+CPU_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")  # profile keys (hardware_key)
+# A non-matmul op kind may carry its own CPU efficiency (`relu_fp32`), before its group's.
+CPU_OP_KEYS = tuple(k.value for k in OpKind if k not in MATMUL_KINDS and k != OpKind.UNMAPPED)
+
+_PER_KERNEL = tuple(non_negative(c, US, f"{c}_s", required=False, span=DURATION)
+                    for c in STACK_CLASSES)
+FIELDS = (
+    text("description"),
+    texts("classes", STACK_CLASSES),
+    texts("default_for", STACK_CLASSES, required=False),
+    texts("aliases", LEGACY_NAMES, required=False, sourced=False),
+    Field("host", dict, sub=(
+        non_negative("per_step_us", US, "per_step_s", span=DURATION),
+        non_negative("per_request_us", US, "per_request_s", required=False, span=DURATION),
+        positive("reference_single_thread_ghz", 1e9, "reference_single_thread_hz",
+                 span=FREQUENCY),
+        Field("per_kernel_us", dict, sub=_PER_KERNEL),
+    )),
+    Field("graph", dict, sub=(
+        texts("fuses", FUSION_GROUPS, required=False, sourced=True),
+        flag("weight_casts"),
+        non_negative("layout_conversions_per_conv"),
+    )),
+    Field("efficiency", dict, sub=tuple(
+        Field(k, float, low=0.0, low_open=True, high=MAX_MODIFIER)
+        for k in ("tensor_core", "cuda_core", "dram_bandwidth"))),
+    Field("cpu_efficiency", dict, required=False, sub=tuple(
+        Field(f"{k}_{p}", float, required=False, low=0.0, low_open=True,
+              high=MAX_CPU_EFFICIENCY)
+        for k in (*CPU_KERNELS, *CPU_OP_KEYS) for p in CPU_PRECISIONS)),
+    Field("cpu_tiling", dict, required=False, sub=(
+        count("core_tile_m", high=MAX_CORE_TILE), count("core_tile_n", high=MAX_CORE_TILE))),
+)
+
+
+@dataclass(frozen=True)
+class SoftwareStack:
+    """One stack, in SI units, on one host (`host_single_thread_hz`; None: its reference)."""
+
+    name: str
+    description: str
+    classes: tuple[str, ...]
+    default_for: tuple[str, ...]
+    aliases: tuple[str, ...]
+    per_step_s: float
+    per_request_s: float
+    reference_single_thread_hz: float
+    per_kernel_s: dict[str, float]
+    fuses: tuple[str, ...]
+    weight_casts: bool
+    layout_conversions_per_conv: float
+    efficiency: dict[str, float]
+    host_single_thread_hz: float | None = None
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    cpu_efficiency: dict[str, float] = field(default_factory=dict)
+    cpu_core_tile: tuple[int, int] | None = None
+
+    @property
+    def host_scale(self) -> float:
+        """Host time on this host / host time on the reference host (1 with no host given).
+        NB: framework host time is single-threaded Python/C++ dispatch, taken to scale
+        inversely with single-thread speed."""
+        if self.host_single_thread_hz is None:
+            return 1.0
+        return self.reference_single_thread_hz / self.host_single_thread_hz
+
+    def host_per_kernel_s(self, device_class: str) -> float:
+        """Host time to issue one kernel / op on `device_class`, on this host, s."""
+        if device_class not in self.per_kernel_s:
+            raise ConfigError(self.name, f"host.per_kernel_us.{device_class}", None,
+                              f"stack '{self.name}' gives no host time per kernel on a "
+                              f"{device_class}")
+        return self.per_kernel_s[device_class] * self.host_scale
+
+    @property
+    def host_per_step_s(self) -> float:
+        """Host time per step on this host, s."""
+        return self.per_step_s * self.host_scale
+
+    @property
+    def host_per_request_s(self) -> float:
+        """A server's host time per request on this host, s (0: not a server)."""
+        return self.per_request_s * self.host_scale
+
+    def on_host(self, host_single_thread_hz: float | None) -> SoftwareStack:
+        """The same stack on a host of that single-thread clock (None: the reference)."""
+        return dataclasses.replace(self, host_single_thread_hz=host_single_thread_hz)
+
+    def modifier(self, factor: str) -> float:
+        """Kernel-efficiency modifier ("tensor_core", "cuda_core", "dram_bandwidth")."""
+        return self.efficiency[factor]
+
+    def cpu_factor(self, kernel: str, precision: str) -> float | None:
+        """The stack's own CPU efficiency of `kernel` (CPU_KERNELS) at `precision` (a fraction
+        of the profile's peak), or None where it gives none (the class factor applies)."""
+        return self.cpu_efficiency.get(f"{kernel}_{precision}")
+
+
+def _from_values(name: str, v: dict[str, Any], sources: dict[str, str]) -> SoftwareStack:
+    host, graph = v["host"], v["graph"]
+    per_kernel = {c[:-2]: s for c, s in host["per_kernel_us"].items() if s is not None}
+    return SoftwareStack(
+        name=name, description=v["description"], classes=v["classes"],
+        default_for=v["default_for"] or (), aliases=v["aliases"] or (),
+        per_step_s=host["per_step_s"], per_request_s=host["per_request_s"] or 0.0,
+        reference_single_thread_hz=host["reference_single_thread_hz"],
+        per_kernel_s=per_kernel, fuses=graph["fuses"] or (),
+        weight_casts=graph["weight_casts"],
+        layout_conversions_per_conv=graph["layout_conversions_per_conv"],
+        efficiency=dict(v["efficiency"]), sources=sources,
+        cpu_efficiency={k: x for k, x in (v.get("cpu_efficiency") or {}).items()
+                        if x is not None},
+        cpu_core_tile=(None if not v.get("cpu_tiling") else
+                       (v["cpu_tiling"]["core_tile_m"], v["cpu_tiling"]["core_tile_n"])))
+
+
+def load_stack(name_or_path: str | Path) -> SoftwareStack:
+    """A built-in stack by name or a user TOML by path, validated (ConfigError naming the
+    file, the field and the value)."""
+    path = find_profile(name_or_path, "software/*.toml", "software stack")
+    src = str(path)
+    values, sources = parse_profile(read_toml(path), FIELDS, src)
+    stack = _from_values(path.stem, values, sources)
+    missing = [c for c in stack.classes if c in ("gpu", "cpu") and c not in stack.per_kernel_s]
+    if missing:
+        raise ConfigError(src, f"host.per_kernel_us.{missing[0]}", None,
+                          f"a stack that runs on a {missing[0]} needs its host time per kernel")
+    stray = sorted(set(stack.default_for) - set(stack.classes))
+    if stray:
+        raise ConfigError(src, "default_for", list(stack.default_for),
+                          f"'{stray[0]}' is not one of the stack's classes")
+    return stack
+
+
+@lru_cache(maxsize=1)
+def builtin_stacks() -> dict[str, SoftwareStack]:
+    """Every built-in stack by name (loaded once; frozen)."""
+    stacks = {name: load_stack(path)
+              for name, path in builtin_files("hw_profiles", "software/*.toml").items()}
+    seen: dict[str, str] = {}
+    for stack in stacks.values():
+        for key in (*stack.aliases, *(f"default:{c}" for c in stack.default_for)):
+            if key in seen or key in stacks:
+                raise ConfigError(f"hw_profiles/software/{stack.name}.toml", "aliases", key,
+                                  f"already claimed by stack '{seen.get(key, key)}'")
+            seen[key] = stack.name
+    return stacks
+
+
+def stack_names() -> list[str]:
+    """Names of the built-in stacks."""
+    return sorted(builtin_stacks())
+
+
+def is_stack_file(value: str | Path) -> bool:
+    """Whether a software knob value names a stack file rather than a built-in stack."""
+    return isinstance(value, Path) or str(value).endswith(".toml")
+
+
+def _user_stack(path: str) -> SoftwareStack:
+    """A stack file, loaded once per path and modification time (ConfigError naming the file
+    when it is missing or invalid)."""
+    try:
+        mtime_ns = Path(path).stat().st_mtime_ns
+    except OSError as err:
+        raise ConfigError(path, "software", path, f"cannot read the stack file: "
+                          f"{err.strerror or err}") from None
+    return _cached_user_stack(path, mtime_ns)
+
+
+@lru_cache(maxsize=16)
+def _cached_user_stack(path: str, mtime_ns: int) -> SoftwareStack:
+    del mtime_ns  # part of the cache key only
+    return load_stack(Path(path))
+
+
+def _alias_table() -> dict[str, str]:
+    return {a: s.name for s in builtin_stacks().values() for a in s.aliases}
+
+
+def software_choices() -> list[str]:
+    """Every value the software knob accepts: "default", stack names and aliases."""
+    return [DEFAULT, *stack_names(), *sorted(_alias_table())]
+
+
+def check_software(name: str) -> str:
+    """The stack name `name` selects ("default" stays "default"; a stack file's path stays the
+    path, once the file loads); else UnknownNameError listing the stacks."""
+    if is_stack_file(name):
+        _user_stack(str(name))
+        return str(name)
+    if name == DEFAULT or name in builtin_stacks():
+        return name
+    alias = _alias_table().get(name)
+    if alias is None:
+        raise UnknownNameError("software stack", name, software_choices())
+    return alias
+
+
+def default_stack(device_class: str) -> SoftwareStack:
+    """The stack a device class runs when none is asked for."""
+    for stack in builtin_stacks().values():
+        if device_class in stack.default_for:
+            return stack
+    raise ConfigError("hw_profiles/software", "default_for", device_class,
+                      "no stack is the default for this device class")
+
+
+def resolve_software(software: str | SoftwareStack, device_class: str,
+                     host_single_thread_hz: float | None = None
+                     ) -> tuple[SoftwareStack, str | None]:
+    """(the stack a `device_class` device runs for the knob value `software`, on that host;
+    a note when it is not the one asked for). A stack that does not run on the class gives
+    way to the class's default, with a note naming both."""
+    if isinstance(software, SoftwareStack):
+        stack = software
+    else:
+        name = check_software(software)
+        stack = (default_stack(device_class) if name == DEFAULT else _user_stack(name)
+                 if is_stack_file(name) else builtin_stacks()[name])
+    note = None
+    if device_class not in stack.classes:
+        used = default_stack(device_class)
+        note = (f"software '{stack.name}' does not run on a {device_class.upper()}; it ran "
+                f"'{used.name}', the class's default stack")
+        stack = used
+    if host_single_thread_hz is not None:
+        stack = stack.on_host(host_single_thread_hz)
+    return stack, note
+
+
+def host_single_thread_hz(cpu_profile: Any) -> float | None:
+    """The single-thread clock of a CPU profile (None where it publishes none)."""
+    compute = getattr(cpu_profile, "compute", None)
+    return getattr(compute, "single_thread_equiv_clock_hz", None)
+
+
+def stack_fused_rows(work: pd.DataFrame, stack: SoftwareStack,
+                     on_engine: np.ndarray | None = None) -> np.ndarray:
+    """Rows of the work table `stack` fuses into their producer (`mapping.fused_rows` over the
+    op groups of its `graph.fuses`; none when it fuses nothing)."""
+    if not stack.fuses:
+        return np.zeros(len(work), dtype=bool)
+    ops = frozenset().union(*(FUSION_GROUP_OPS[g] for g in stack.fuses))
+    return fused_rows(work, on_engine, ops)
+
+
+def layout_conversions(work: pd.DataFrame, stack: SoftwareStack,
+                       on_matrix_engine: bool) -> np.ndarray:
+    """Layout conversions (NCHW <-> NHWC transposes) per work row: the stack's count per
+    convolution, on conv rows whose GEMMs run on the matrix engine (tensor cores want NHWC)."""
+    if not on_matrix_engine or stack.layout_conversions_per_conv == 0:
+        return np.zeros(len(work))
+    conv = (work["op"] == OpKind.CONV2D.value).to_numpy()
+    return np.where(conv, stack.layout_conversions_per_conv, 0.0)

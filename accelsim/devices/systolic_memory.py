@@ -1,0 +1,61 @@
+"""Per work row figures of a systolic array whose operand SRAMs are given (a SCALE-Sim .cfg):
+each GEMM of the row through `systolic_sram.gemm_memory`, summed over its instances.
+
+    rows = sram_rows(row_gemms(work, gemms), 32, 32, "ws", profile.operand_srams, len(work))
+    rows["stall_cycles"], rows["dram_words"]
+
+Which profiles use it: only those with `operand_srams` (read from a SCALE-Sim .cfg). The
+built-in TPU profiles publish a unified buffer, not three operand SRAMs and their DRAM ports,
+so they keep the unified-buffer model of `systolic.buffer_dram_bytes` (their fidelity
+benchmarks are unchanged).
+
+NB: `count` instances of a GEMM (the groups of a grouped conv, the heads of a batched matmul,
+the samples of a conv batch) run one after another, each as SCALE-Sim runs a layer: count x its
+cycles (`systolic.gemm_cycles` chains them with one "- 1"; they differ by count - 1 cycles).
+NB: unbounded ports (SCALE-Sim's CALC mode) never stall and read each operand once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.mapping import per_row
+from accelsim.devices.profile_types import SramSpec
+from accelsim.devices.systolic import gemm_cycles
+from accelsim.devices.systolic_sram import gemm_memory
+
+DRAM_KEYS = ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes")
+
+
+def gemm_figures(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
+                 srams: SramSpec) -> dict[str, float]:
+    """`gemm_memory`'s figures of one GEMM; with unbounded ports (CALC), the no-stall ones."""
+    ports = (srams.ifmap_words_per_cycle, srams.filter_words_per_cycle,
+             srams.ofmap_words_per_cycle)
+    if all(map(math.isfinite, ports)):
+        return gemm_memory(m, n, k, rows, cols, dataflow, srams)
+    compute = float(gemm_cycles(m, n, k, rows, cols, dataflow))
+    return {"compute_cycles": compute, "stall_cycles": 0, "total_cycles": compute,
+            "dram_ifmap_reads": m * k, "dram_filter_reads": k * n, "dram_ofmap_writes": m * n}
+
+
+def sram_rows(g: pd.DataFrame, rows: int, cols: int, dataflow: str, srams: SramSpec,
+              n_rows: int) -> pd.DataFrame:
+    """Per work row (positions 0 .. n_rows - 1) of the GEMMs `g` (`mapping.row_gemms`):
+    compute_cycles, stall_cycles and dram_words (all three operands), summed over the row's
+    GEMMs and their `count` instances; 0 for rows without a GEMM."""
+    figs = [gemm_figures(int(m), int(n), int(k), rows, cols, dataflow, srams)
+            for m, n, k in zip(g["m"], g["n"], g["k"], strict=True)]
+    count = g["count"].to_numpy(dtype=float)
+
+    def column(fn) -> np.ndarray:  # noqa: ANN001 - a figure of one GEMM
+        return per_row(np.array([fn(f) for f in figs], dtype=float) * count, g["row"], n_rows)
+
+    return pd.DataFrame({
+        "compute_cycles": column(lambda f: f["compute_cycles"]),
+        "stall_cycles": column(lambda f: f["stall_cycles"]),
+        "dram_words": column(lambda f: sum(f[key] for key in DRAM_KEYS)),
+    })

@@ -1,0 +1,108 @@
+"""Device memory of a decoder on one GPU of its TP x PP split: weights + KV cache +
+activations + framework reserve against the device's capacity, the largest batch and context
+that fit, and the KV-cache budget (in paged blocks) a server has.
+
+    mem = memory_plan(plat, lay, capacity_bytes=80e9)
+    mem.need_bytes(batch=8, context=640, prefill_tokens=8 * 512)
+    mem.largest_batch(context=640, prompt=512), mem.kv_blocks(prefill_tokens=8192)
+
+KV cache per token per GPU: K and V of the stage's layers and the shard's kv heads at the
+activation width. Paged blocks: `BLOCK_TOKENS` tokens each (vLLM's default block size, Kwon et
+al. 2023, "Efficient Memory Management for Large Language Model Serving with PagedAttention",
+SOSP, arXiv:2309.06180).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelsim.llm.costs import WEIGHT_FORMATS, Platform, weight_bytes_per_param
+from accelsim.llm.parallel import Layout
+
+BLOCK_TOKENS = 16
+# NB: the share of device memory left to the CUDA context, allocator, NCCL buffers and
+# fragmentation: vLLM's default gpu_memory_utilization = 0.9 (docs.vllm.ai, engine arguments).
+RESERVE_FRACTION = 0.1
+LOGIT_BYTES = 4  # fp32 logits of each sequence's last token
+LAYERS_LIVE = 2  # NB: hidden states alive at once: the residual stream and one layer's input
+
+
+def shard_layer_params(plat: Platform) -> float:
+    """Parameters of one layer held by one TP rank."""
+    cfg, shard = plat.cfg, plat.shard
+    d, hd = cfg.d_model, cfg.head_dim
+    attn = d * hd * (2 * shard.heads(cfg) + 2 * shard.kv_heads(cfg))
+    ffn = shard.experts(cfg) * cfg.ffn_matrices * d * shard.d_ff(cfg)
+    return attn + ffn + cfg.router_params() + cfg.norm_params()
+
+
+def shard_embedding_params(plat: Platform, lay: Layout) -> float:
+    """Embedding and LM head on the GPU that holds the most of them (vocabulary split by TP;
+    with PP the first stage holds the embedding, the last the head)."""
+    cfg = plat.cfg
+    table = plat.shard.vocab(cfg) * cfg.d_model
+    head = 0 if cfg.arch == "gpt2" else table  # gpt2 ties the head to the embedding
+    positions = cfg.context * cfg.d_model if cfg.arch == "gpt2" else 0
+    return table + positions + head if lay.pp == 1 else max(table + positions, head or table)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Per-GPU memory figures of one split, bytes."""
+
+    capacity_bytes: float
+    weights_bytes: float
+    kv_bytes_per_token: float
+    act_bytes_per_token: float  # live during a prefill, per prompt token in the step
+    logit_bytes_per_seq: float
+
+    @property
+    def reserve_bytes(self) -> float:
+        return RESERVE_FRACTION * self.capacity_bytes
+
+    @property
+    def free_bytes(self) -> float:
+        """Room left for KV cache and activations after weights and the reserve."""
+        return self.capacity_bytes - self.reserve_bytes - self.weights_bytes
+
+    def activations_bytes(self, prefill_tokens: float, seqs: int) -> float:
+        return prefill_tokens * self.act_bytes_per_token + seqs * self.logit_bytes_per_seq
+
+    def need_bytes(self, batch: int, context: int, prefill_tokens: float) -> float:
+        """Weights + KV of `batch` sequences of `context` tokens + activations + reserve."""
+        return (self.weights_bytes + batch * context * self.kv_bytes_per_token
+                + self.activations_bytes(prefill_tokens, batch) + self.reserve_bytes)
+
+    def largest_batch(self, context: int, prompt: int) -> int:
+        """Most sequences of `context` tokens (prefilled `prompt` at once) that fit."""
+        per_seq = (context * self.kv_bytes_per_token + prompt * self.act_bytes_per_token
+                   + self.logit_bytes_per_seq)
+        return max(int(self.free_bytes // per_seq), 0)
+
+    def largest_context(self, batch: int) -> int:
+        """Longest context `batch` sequences can hold, prefilled whole (no model limit)."""
+        room = self.free_bytes - batch * self.logit_bytes_per_seq
+        per_token = batch * (self.kv_bytes_per_token + self.act_bytes_per_token)
+        return max(int(room // per_token), 0)
+
+    def kv_blocks(self, prefill_tokens: float, seqs: int) -> int:
+        """Paged KV blocks that fit beside the weights, the reserve and the activations of a
+        step of `prefill_tokens` (the server's budget)."""
+        room = self.free_bytes - self.activations_bytes(prefill_tokens, seqs)
+        return max(int(room // (BLOCK_TOKENS * self.kv_bytes_per_token)), 0)
+
+
+def memory_plan(plat: Platform, lay: Layout, capacity_bytes: float) -> MemoryPlan:
+    cfg, shard = plat.cfg, plat.shard
+    act = WEIGHT_FORMATS[plat.precision]
+    params = lay.layers_per_stage * shard_layer_params(plat) + shard_embedding_params(plat, lay)
+    kv = 2.0 * lay.layers_per_stage * shard.kv_heads(cfg) * cfg.head_dim * plat.formats.kv_bytes
+    # NB: the largest live set of one layer: hidden states, fused QKV output and the FFN's
+    # intermediate (gate and up) of the step's tokens; FlashAttention keeps no scores.
+    routed = cfg.experts_per_token * shard.experts(cfg) / cfg.n_experts  # per token, here
+    inner = max(cfg.qkv_out // plat.tp, 2 * shard.d_ff(cfg) * routed)
+    act_per_token = (LAYERS_LIVE * cfg.d_model + inner) * act
+    logits = shard.vocab(cfg) * LOGIT_BYTES
+    return MemoryPlan(float(capacity_bytes), params * weight_bytes_per_param(plat.weights), kv,
+                      act_per_token, float(logits))
+

@@ -1,0 +1,103 @@
+"""Tensor and pipeline parallelism of a decoder across a system's GPUs: the layout, its checks,
+and the communication it adds.
+
+    lay = layout(decoder("llama2_70b"), load_system("dgx-a100"), tp=4, pp=2)
+    lay.allreduce_s(8 * 8192 * 2)      # one TP all-reduce of 8 tokens' hidden states, s
+
+Tensor parallelism (Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053): attention heads and
+FFN columns split over `tp` GPUs; each layer ends its attention and its FFN with an all-reduce
+of the hidden states (two per layer), costed by the collective model of
+`accelsim.interconnect.nccl` over the system's GPU-to-GPU link (the algorithm NCCL would pick).
+By default the all-reduces sit on the critical path between layers (Megatron inference without
+communication overlap); `overlap_tp` runs them beside the compute, so a layer takes the longer
+of the two (NB: an upper bound on what overlap schemes such as TensorRT-LLM's or async TP's
+GEMM + all-reduce fusion reach).
+Pipeline parallelism (GPipe, Huang et al. 2019, arXiv:1811.06965): layers split over `pp`
+stages; a step's batch runs as min(batch, pp) microbatches, activations cross each stage
+boundary point to point, and stages idle in the fill and drain (the bubble).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelsim.errors import AccelsimError
+from accelsim.interconnect.links import Link, transfer_time_s
+from accelsim.interconnect.nccl import AUTO, collective_time_s
+from accelsim.llm.models import DecoderConfig
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A TP x PP split of one model replica and the link between the system's GPUs (None:
+    the system has none)."""
+
+    tp: int
+    pp: int
+    n_layers: int
+    link: Link | None
+    overlap_tp: bool = False  # all-reduces beside the compute, not after it
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def layers_per_stage(self) -> int:
+        """Layers of the largest stage (NB: stages split as evenly as whole layers allow)."""
+        return -(-self.n_layers // self.pp)
+
+    def allreduce_s(self, message_bytes: float) -> float:
+        """One TP all-reduce of `message_bytes` per GPU, s (0 without TP)."""
+        if self.tp == 1 or message_bytes <= 0:
+            return 0.0
+        assert self.link is not None
+        return collective_time_s("allreduce", AUTO, self.tp, message_bytes, self.link)[0]
+
+    def alltoall_s(self, message_bytes: float) -> float:
+        """One all-to-all over the TP group of `message_bytes` per GPU (the whole buffer, as
+        nccl-tests counts it), s (0 without TP)."""
+        if self.tp == 1 or message_bytes <= 0:
+            return 0.0
+        assert self.link is not None
+        return collective_time_s("alltoall", AUTO, self.tp, message_bytes, self.link)[0]
+
+    def p2p_s(self, message_bytes: float) -> float:
+        """Activations across one stage boundary, s (0 without PP). NB: at the link's
+        published achieved bandwidth, one transfer at a time."""
+        if self.pp == 1:
+            return 0.0
+        assert self.link is not None
+        return transfer_time_s(message_bytes, self.link, achieved=True)
+
+    def microbatches(self, seqs: int) -> int:
+        """Microbatches a step of `seqs` sequences runs as: as many as stages, at most one
+        sequence each."""
+        return max(min(seqs, self.pp), 1)
+
+
+def layout(cfg: DecoderConfig, system: Any, tp: int, pp: int,
+           overlap_tp: bool = False, expert_parallel: bool = False) -> Layout:
+    """The split, checked against the model and the system (AccelsimError naming the knob)."""
+    if expert_parallel and (not cfg.is_moe or cfg.n_experts % tp):
+        raise AccelsimError(f"knob 'expert_parallel': needs a mixture-of-experts model whose "
+                            f"experts the {tp} tensor-parallel GPUs share evenly; {cfg.name} "
+                            f"has {cfg.n_experts} expert(s)")
+    for name, value in (("tp", tp), ("pp", pp)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise AccelsimError(f"knob '{name}' = {value!r}: a whole number >= 1")
+    if cfg.n_heads % tp or cfg.d_ff % tp:
+        raise AccelsimError(f"knob 'tp' = {tp}: must divide {cfg.name}'s {cfg.n_heads} "
+                            f"attention heads and its FFN size {cfg.d_ff}")
+    if pp > cfg.n_layers:
+        raise AccelsimError(f"knob 'pp' = {pp}: {cfg.name} has only {cfg.n_layers} layers")
+    if tp * pp > system.device_count:
+        raise AccelsimError(f"tp x pp = {tp} x {pp} = {tp * pp} GPUs, but '{system.name}' has "
+                            f"{system.device_count}: choose a system with more (e.g. "
+                            "dgx-a100, dgx-h100) or a smaller split")
+    link = system.device_to_device
+    if tp * pp > 1 and link is None:
+        raise AccelsimError(f"system '{system.name}' has no GPU-to-GPU link for tp/pp")
+    # the link also carries data-parallel traffic between replicas of one GPU (training)
+    return Layout(tp, pp, cfg.n_layers, link, bool(overlap_tp))

@@ -1,0 +1,90 @@
+"""The requests a decoder server sees: drawn (Poisson arrivals, length distributions) or read
+from a trace file of (arrival, prompt, output) rows.
+
+    req = draw_requests(10_000, rate_per_s=5.0, prompt=512, output=128, dist="uniform",
+                        context=4096, seed=0)
+    req = read_requests("trace.csv", context=4096)   # header: arrival_s,prompt_tokens,output_tokens
+
+Lengths: "fixed" (every request the mean), "uniform" (whole numbers from 1 to 2 x mean - 1,
+whose mean is the mean) or "exponential" (rounded up, mean about the mean), clipped to the
+model's context (a prompt keeps room for one output token).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+from accelsim.errors import AccelsimError, ConfigError
+from accelsim.llm.engine import Requests
+
+LENGTH_DISTS = ("fixed", "uniform", "exponential")
+TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+MAX_TRACE_ROWS = 10_000_000
+
+
+def draw_requests(n: int, rate_per_s: float, prompt: int, output: int, dist: str,
+                  context: int, seed: int) -> Requests:
+    """`n` requests: Poisson arrivals at `rate_per_s`, lengths from `dist` around the means."""
+    if dist not in LENGTH_DISTS:
+        raise AccelsimError(f"knob 'length_dist' = {dist!r}: choose one of "
+                            f"{', '.join(LENGTH_DISTS)}")
+    rng = np.random.default_rng(seed)
+    arrival = np.cumsum(rng.exponential(1.0 / rate_per_s, n))
+
+    def lengths(mean: int) -> np.ndarray:
+        if dist == "fixed":
+            return np.full(n, mean, dtype=int)
+        if dist == "uniform":
+            return rng.integers(1, 2 * mean, n)
+        return np.maximum(np.ceil(rng.exponential(mean, n)), 1).astype(int)
+
+    p = np.minimum(lengths(prompt), context - 1)
+    o = np.minimum(lengths(output), context - p)
+    return Requests(arrival, p, o)
+
+
+def read_requests(path: str, context: int) -> Requests:
+    """Requests from a CSV trace with the header `TRACE_COLUMNS`, one request per row, in
+    arrival order. Bad rows raise ConfigError naming the file, the row's field and value."""
+    try:
+        with open(Path(path), newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise AccelsimError(f"{path}: cannot read the request trace: {err}") from None
+    if not rows or sorted(rows[0]) != sorted(TRACE_COLUMNS):
+        found = sorted(rows[0]) if rows else []
+        raise ConfigError(path, "<header>", found, f"expected the columns "
+                          f"{', '.join(TRACE_COLUMNS)} and at least one row")
+    if len(rows) > MAX_TRACE_ROWS:
+        raise ConfigError(path, "<rows>", len(rows), f"at most {MAX_TRACE_ROWS:,} requests")
+    arrival, prompt, output = [], [], []
+    last = 0.0
+    for i, row in enumerate(rows, start=2):  # line numbers: the header is line 1
+        t = _number(path, i, "arrival_s", row["arrival_s"], float)
+        if t < last:
+            raise ConfigError(path, f"line {i} arrival_s", t, f"before the previous row's "
+                              f"{last:g} s: rows must be in arrival order")
+        p = _number(path, i, "prompt_tokens", row["prompt_tokens"], int)
+        o = _number(path, i, "output_tokens", row["output_tokens"], int)
+        if p < 1 or o < 1 or p + o > context:
+            raise ConfigError(path, f"line {i} prompt_tokens", (p, o), f"needs prompt >= 1, "
+                              f"output >= 1 and prompt + output <= the context of {context:,}")
+        arrival.append(t)
+        prompt.append(p)
+        output.append(o)
+        last = t
+    return Requests(np.array(arrival), np.array(prompt), np.array(output))
+
+
+def _number(path: str, line: int, field: str, text: str | None, kind: type) -> float:
+    try:
+        value = kind(str(text).strip())
+    except ValueError:
+        raise ConfigError(path, f"line {line} {field}", text, f"not {kind.__name__}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(path, f"line {line} {field}", text, "must be finite and >= 0")
+    return value

@@ -1,0 +1,263 @@
+"""The token-level LLM run behind `run_simulation` when a run sets an LLM knob: a pure function
+of the `SimulationConfig`, returning the usual record with the LLM figures added.
+
+    res = run_llm(make_config("llama2_7b", "a100", prompt_tokens=512, output_tokens=128,
+                              batch=8))
+    res.record["ttft_s"], res.record["tpot_s"], res.record["kv_cache_bytes"]
+
+LLM knobs (`SimulationConfig.llm`): prompt_tokens, output_tokens, tp, pp, overlap_tp,
+expert_parallel, weight_precision, kv_precision (infer and serve); batching, length_dist,
+slo_ttft_s, slo_tpot_s, chunked_prefill, requests_file (serve); zero, recompute (train). Mode
+infer costs one batch (`accelsim.llm.infer`), mode serve runs the server (`accelsim.llm.serve`),
+mode train one training step (`accelsim.llm.train`). A split that does not fit in device memory
+is a result: memory says why and how it could fit, the figures are None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.estimate import capacity_bytes
+from accelsim.devices.profile import with_dataflow
+from accelsim.devices.software import DEFAULT, resolve_software
+from accelsim.errors import AccelsimError
+from accelsim.llm.costs import QUANTISED, Platform, check_platform
+from accelsim.llm.infer import infer_batch
+from accelsim.llm.memory import MemoryPlan, memory_plan
+from accelsim.llm.models import DecoderConfig, decoder, is_decoder
+from accelsim.llm.parallel import Layout, layout
+from accelsim.llm.steps import StepModel
+from accelsim.sim.hardware import host_clock_hz, resolve_hardware
+from accelsim.sim.records import Recorder
+
+DEFAULT_PROMPT_TOKENS = 512
+DEFAULT_OUTPUT_TOKENS = 128
+SERVE_ONLY = ("batching", "length_dist", "slo_ttft_s", "slo_tpot_s", "chunked_prefill",
+              "requests_file")  # (prompt_tokens ... weight_precision: infer and serve;
+# zero, recompute: train; tp, pp, expert_parallel: every mode; `accelsim.sim.knobs`)
+
+
+def _formats(precision: str, weights: str | None, notes: list[str]) -> tuple[str, str]:
+    """(compute format, weight format) from the scenario precision and weight_precision."""
+    if precision == "fp32":
+        notes.append("fp32 (a bare model's default) runs as fp16 here, as LLM inference "
+                     "stacks serve 16-bit weights (--precision bf16 or --weight-precision "
+                     "choose others)")
+        precision = "fp16"
+    elif precision in QUANTISED or precision.startswith("fp8"):
+        base = "fp8" if precision.startswith("fp8") else precision
+        notes.append(f"--precision {precision}: weight-only {base} (activations and KV cache "
+                     "in fp16)")
+        return "fp16", weights or base
+    return precision, weights or precision
+
+
+def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platform, Layout]:
+    sc = cfg.scenario
+    if not is_decoder(sc.model):
+        raise AccelsimError(f"LLM knobs ({', '.join(sorted(cfg.llm))}) apply to decoder models "
+                            f"({', '.join(sorted(_names()))}), not '{sc.model}'")
+    mode = cfg.mode or sc.mode
+    if sc.input and (mode != "train" or set(sc.input) != {"seq_len"}):
+        raise AccelsimError(f"model inputs {sorted(sc.input)} do not apply to a token-level "
+                            "LLM run: prompt_tokens and output_tokens set the lengths "
+                            "(training: seq_len)")
+    if getattr(cfg, "execute", False):
+        raise AccelsimError("--execute does not apply to a token-level decoder run")
+    model = decoder(sc.model)
+    system, profile = resolve_hardware(cfg.hardware)
+    if cfg.dataflow:
+        profile = with_dataflow(profile, cfg.dataflow)
+    compute, weights = _formats(sc.precision, cfg.llm.get("weight_precision"), notes)
+    ep = cfg.llm.get("expert_parallel", False)
+    # the stack on this system's host CPU (its host times scale with the host's clock)
+    stack, stack_note = resolve_software(cfg.software, profile.device_class,
+                                         host_clock_hz(system))
+    if stack_note:
+        notes.append(stack_note)
+    plat = Platform(model, profile, stack, compute, weights, cfg.llm.get("tp", 1), ep,
+                    cfg.llm.get("kv_precision"))
+    check_platform(plat)
+    lay = layout(model, system, plat.tp, cfg.llm.get("pp", 1), cfg.llm.get("overlap_tp", False),
+                 ep)
+    return model, system, profile, plat, lay
+
+
+def _names() -> list[str]:
+    from accelsim.llm.models import decoder_names
+
+    return decoder_names()
+
+
+def run_llm(cfg: Any) -> Any:
+    """The record of an LLM run (`accelsim.sim.api.SimulationResult`)."""
+    from accelsim.sim.api import SimulationResult
+
+    mode = cfg.mode or cfg.scenario.mode
+    misplaced = [k for k in SERVE_ONLY if k in cfg.llm and mode != "serve"]
+    if misplaced:
+        raise AccelsimError(f"{', '.join(misplaced)} apply to mode serve only: add --mode serve")
+    notes: list[str] = []
+    model, system, profile, plat, lay = _setup(cfg, notes)
+    if mode == "train":
+        from accelsim.llm.train import train_record
+
+        cap = capacity_bytes(profile)
+        if cap is None:
+            raise AccelsimError(f"{profile.name} publishes no memory capacity")
+        return SimulationResult(train_record(cfg, plat, lay, system, cap, notes),
+                                pd.DataFrame())
+    prompt = cfg.llm.get("prompt_tokens", DEFAULT_PROMPT_TOKENS)
+    output = cfg.llm.get("output_tokens", DEFAULT_OUTPUT_TOKENS)
+    if prompt + output > model.context:
+        raise AccelsimError(f"prompt_tokens + output_tokens = {prompt + output:,} exceeds "
+                            f"{model.name}'s context of {model.context:,} tokens")
+    cap = capacity_bytes(profile)
+    if cap is None:
+        raise AccelsimError(f"{profile.name} publishes no memory capacity: an LLM run needs it")
+    mem = memory_plan(plat, lay, cap)
+    if mode == "serve":
+        from accelsim.llm.serve import serve_record
+
+        return serve_record(cfg, plat, lay, mem, system, prompt, output, notes)
+    batch = cfg.scenario.batch_size
+    record = base_record(cfg, plat, lay, system, batch, mode)
+    record["notes"] = notes
+    need = mem.need_bytes(batch, prompt + output, batch * prompt)
+    record["memory"] = memory_record(mem, need, batch, prompt, output)
+    record["kv_cache_bytes"] = batch * (prompt + output) * model.kv_bytes_per_token(
+        plat.formats.kv_bytes)
+    if not record["memory"]["fits"]:
+        return SimulationResult(does_not_fit(record, mem, plat, lay, system, need), pd.DataFrame())
+    figures, step_s = infer_batch(StepModel(plat, lay), mem, batch, prompt, output)
+    out = {k: (float(v) if isinstance(v, np.floating) else v) for k, v in figures.items()}
+    record.update(out)
+    record["workload"]["flops_per_sample"] = (
+        out["prefill_flops"] + (output - 1) * (out["decode_flops_per_step"] or 0.0)) / batch
+    latency = out["e2e_latency_s"]
+    record.update(throughput_samples_per_s=batch / latency, latency_s=latency,
+                  energy_j_per_sample=out["energy_j"] / batch,
+                  average_power_w=out["energy_j"] / latency)
+    record["bottleneck"], record["bottleneck_detail"] = _bottleneck(out)
+    return SimulationResult(record, _events(out["ttft_s"], step_s, batch))
+
+
+def base_record(cfg: Any, plat: Platform, lay: Layout, system: Any, batch: int,
+                mode: str) -> dict[str, Any]:
+    """The keys every record has (`accelsim.results.summary.flat_row` reads them)."""
+    model = plat.cfg
+    return {
+        "workload": {"name": cfg.scenario.name, "mode": mode, "batch_size": batch,
+                     "precision": plat.precision, "weight_precision": plat.weights,
+                     "params": model.params, "active_params": model.active_params,
+                     # NB: one request's GEMM FLOPs, 2 x active params per token (attention
+                     # out); an infer run replaces it with its costed model FLOPs
+                     "flops_per_sample": 2.0 * model.active_params * (
+                         cfg.llm.get("prompt_tokens", DEFAULT_PROMPT_TOKENS)
+                         + cfg.llm.get("output_tokens", DEFAULT_OUTPUT_TOKENS)),
+                     "model_source": model.source,
+                     "prompt_tokens": cfg.llm.get("prompt_tokens", DEFAULT_PROMPT_TOKENS),
+                     "output_tokens": cfg.llm.get("output_tokens", DEFAULT_OUTPUT_TOKENS)},
+        "hardware": {"name": plat.profile.name, "class": plat.profile.device_class,
+                     "software": plat.stack.name,
+                     "software_default": cfg.software == DEFAULT,
+                     "compute_precision": plat.precision,
+                     "system": system.name, "fused_attention": plat.fused_attention},
+        "tp": lay.tp, "pp": lay.pp, "devices": lay.gpus, "layers": [], "unsupported_ops": [],
+    }
+
+
+def memory_record(mem: MemoryPlan, need: float, batch: int, prompt: int,
+                  output: int) -> dict[str, Any]:
+    """Per-GPU memory of the split (the GPU holding the most)."""
+    context = prompt + output
+    return {
+        "fits": need <= mem.capacity_bytes, "required_bytes": need,
+        "capacity_bytes": mem.capacity_bytes, "weights_bytes": mem.weights_bytes,
+        "kv_cache_bytes": batch * context * mem.kv_bytes_per_token,
+        "activations_bytes": mem.activations_bytes(batch * prompt, batch),
+        "reserve_bytes": mem.reserve_bytes,
+        "largest_batch_that_fits": mem.largest_batch(context, prompt),
+        "largest_context_that_fits": mem.largest_context(batch),
+        "kv_bytes_per_token": mem.kv_bytes_per_token, "per_gpu": True,
+    }
+
+
+def does_not_fit(record: dict[str, Any], mem: MemoryPlan, plat: Platform, lay: Layout,
+                 system: Any, need: float) -> dict[str, Any]:
+    """The record of a split that cannot run: why, and the smallest TP split that would."""
+    hint = _smallest_fitting_tp(plat, lay, system, record)
+    record["notes"].insert(0, (
+        f"does not fit: {plat.cfg.name} on {lay.gpus} device(s) (tp {lay.tp}, pp {lay.pp}) needs "
+        f"{need / 1e9:,.1f} GB per device on {plat.profile.name}, which has "
+        f"{mem.capacity_bytes / 1e9:,.1f} GB; {hint}"))
+    record.update(throughput_samples_per_s=None, latency_s=None, energy_j_per_sample=None,
+                  average_power_w=None, bottleneck="memory capacity", bottleneck_detail=hint)
+    figures = ("ttft_s", "tpot_s", "tokens_per_s", "mfu") if record["workload"]["mode"] == \
+        "infer" else ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "latency_p99_s",
+                      "tokens_per_s", "goodput_requests_per_s")
+    record.update(dict.fromkeys(figures))
+    return record
+
+
+def _smallest_fitting_tp(plat: Platform, lay: Layout, system: Any,
+                         record: dict[str, Any]) -> str:
+    w = record["workload"]
+    batch, prompt, output = w["batch_size"], w["prompt_tokens"], w["output_tokens"]
+    for tp in range(lay.tp + 1, system.device_count // lay.pp + 1):
+        if plat.cfg.n_heads % tp or plat.cfg.d_ff % tp:
+            continue
+        if plat.expert_parallel and plat.cfg.n_experts % tp:
+            continue
+        trial = dataclasses.replace(plat, tp=tp)
+        trial_lay = Layout(tp, lay.pp, lay.n_layers, system.device_to_device)
+        mem = memory_plan(trial, trial_lay, lay_capacity(plat))
+        if mem.need_bytes(batch, prompt + output, batch * prompt) <= mem.capacity_bytes:
+            return f"it fits split over {tp * lay.pp} devices: --tp {tp}" + (
+                f" --pp {lay.pp}" if lay.pp > 1 else "")
+    largest = record["memory"]["largest_batch_that_fits"]
+    if largest:
+        return f"the largest batch that fits is {largest}"
+    return f"no tensor-parallel split of {system.name}'s {system.device_count} device(s) fits it"
+
+
+def lay_capacity(plat: Platform) -> float:
+    return float(capacity_bytes(plat.profile))
+
+
+def _bottleneck(out: dict[str, Any]) -> tuple[str, str]:
+    """What bounds the batch: prefill compute, decode bandwidth or overhead, or TP traffic."""
+    total = out["e2e_latency_s"]
+    pre_share = out["ttft_s"] / total
+    comm_share = out["tp_comm_s"] / total
+    util = out["decode_bandwidth_utilization"]
+    if comm_share >= 0.3:
+        kind = "communication"
+    elif pre_share >= 0.5:
+        kind = "compute"
+    else:
+        kind = "memory" if util is not None and util >= 0.5 else "overhead"
+    used = "n/a" if util is None else f"{util:.0%}"
+    return kind, (f"prefill {pre_share:.0%} of the time (MFU {_pct(out['mfu_prefill'])}), "
+                  f"decode {1 - pre_share:.0%} (DRAM bandwidth used {used}); TP all-reduces "
+                  f"{comm_share:.0%}")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def _events(ttft_s: float, step_s: list[float], batch: int) -> pd.DataFrame:
+    """Prefill, then each decode step, as records on the (first) accelerator."""
+    rec = Recorder()
+    rec.add("accel0", "compute", 0.0, ttft_s, step=0, device=0, samples=batch, detail="prefill")
+    t = ttft_s
+    for i, seconds in enumerate(step_s, start=1):
+        rec.add("accel0", "compute", t, t + seconds, step=i, device=0, samples=batch,
+                detail="decode")
+        t += seconds
+    return rec.frame()

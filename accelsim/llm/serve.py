@@ -1,0 +1,280 @@
+"""Serving a decoder: requests (drawn or from a trace, `accelsim.llm.requests`) through the
+engine of `accelsim.llm.engine` on one or more model replicas, and the figures servers are
+judged by.
+
+    res = run_llm(make_config("llama2_7b", "a100", mode="serve", rate=5.0, requests=10_000,
+                              prompt_tokens=512, output_tokens=128, batching="continuous"))
+    res.record["ttft_p99_s"], res.record["tpot_p50_s"], res.record["goodput_requests_per_s"]
+
+TTFT: arrival to first token; TPOT: first to last token over the tokens after the first;
+latency: arrival to the request's return. Goodput: requests per second meeting the TTFT and
+TPOT targets given (slo_ttft_s, slo_tpot_s); without targets, every request counts. With a
+target, `max_rate_meeting_slo_per_s` is the highest Poisson rate whose p99 TTFT and p99 TPOT
+meet them (searched with shorter runs). The KV-cache budget is the paged blocks left beside
+the weights, the reserve and the activations of the largest prefill step
+(`accelsim.llm.memory`). `devices` (a multiple of tp x pp) sets data-parallel replicas.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.estimate import power_limits_w
+from accelsim.errors import AccelsimError
+from accelsim.llm.costs import Platform
+from accelsim.llm.engine import (
+    BATCHING,
+    MAX_PREFILL_TOKENS,
+    Engine,
+    Outcome,
+    Requests,
+    StepCosts,
+)
+from accelsim.llm.memory import BLOCK_TOKENS, MemoryPlan
+from accelsim.llm.parallel import Layout
+from accelsim.llm.requests import draw_requests, read_requests
+from accelsim.llm.steps import StepModel
+from accelsim.sim.records import Recorder
+
+DEFAULT_MAX_BATCH = 256  # vLLM's default max_num_seqs
+DEFAULT_REQUESTS = 1000
+# The search for the highest rate meeting the p99 targets: requests per trial (at most the
+# run's) and bisection steps (each halves the log-rate interval: 7 from a factor 2 leave 0.5%).
+SEARCH_REQUESTS = 1000
+SEARCH_STEPS = 7
+SEARCH_DOUBLINGS = 16
+
+
+def _percentiles(values: np.ndarray, name: str) -> dict[str, float | None]:
+    ok = values[np.isfinite(values)]
+    keys = (50, 90, 99)
+    if len(ok) == 0:
+        return {f"{name}_p{q}_s": None for q in keys} | {f"{name}_mean_s": None}
+    out = {f"{name}_p{q}_s": float(np.percentile(ok, q)) for q in keys}
+    return out | {f"{name}_mean_s": float(ok.mean())}
+
+
+def serving_figures(req: Requests, out: Outcome, slo_ttft_s: float | None,
+                    slo_tpot_s: float | None) -> dict[str, Any]:
+    """Percentiles, throughput and goodput of one run."""
+    ttft = out.first_s - req.arrival_s
+    later = req.output - 1
+    tpot = np.where(later > 0, (out.last_s - out.first_s) / np.maximum(later, 1), np.nan)
+    latency = out.done_s - req.arrival_s
+    makespan = float(np.nanmax(out.done_s))
+    good = np.ones(len(ttft), dtype=bool)
+    if slo_ttft_s is not None:
+        good &= ttft <= slo_ttft_s
+    if slo_tpot_s is not None:
+        good &= ~(tpot > slo_tpot_s)  # a one-token request has no TPOT to miss
+    decode_steps = out.steps - out.prefill_steps
+    figures = {**_percentiles(ttft, "ttft"), **_percentiles(tpot, "tpot"),
+               **_percentiles(latency, "latency")}
+    figures["latency_p95_s"] = float(np.percentile(latency, 95))
+    figures.update(
+        run_time_s=makespan, requests=len(ttft),
+        requests_per_s=len(ttft) / makespan,
+        tokens_per_s=float(req.output.sum()) / makespan,
+        goodput_requests_per_s=float(good.sum()) / makespan, slo_met_fraction=float(good.mean()),
+        slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+        batch_size_mean=out.batch_sum / decode_steps if decode_steps else 0.0,
+        engine_steps=out.steps, prefill_steps=out.prefill_steps, preemptions=out.preemptions,
+        engine_busy_fraction=out.busy_s / makespan, kv_blocks_peak=out.peak_blocks)
+    return figures
+
+
+def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system: Any,
+                 prompt: int, output: int, notes: list[str]) -> Any:
+    """Run the server `cfg` describes; the record of `accelsim.llm.run`."""
+    from accelsim.llm.run import base_record, does_not_fit, memory_record
+    from accelsim.sim.api import SimulationResult
+
+    llm, serve = cfg.llm, cfg.serve
+    trace = llm.get("requests_file")
+    if serve.get("concurrency") is not None or (serve.get("rate_per_s") is None and not trace):
+        raise AccelsimError("decoder serving takes Poisson arrivals at a rate (--rate) or a "
+                            "request trace (--requests-file); closed-loop clients "
+                            "(--concurrency) are not modelled here")
+    if trace and (serve.get("rate_per_s") is not None or "requests" in serve):
+        raise AccelsimError("--requests-file gives the arrivals and the requests: drop --rate "
+                            "and --requests")
+    batching = llm.get("batching", "continuous")
+    if batching not in BATCHING:
+        raise AccelsimError(f"knob 'batching' = {batching!r}: choose one of "
+                            f"{', '.join(BATCHING)}")
+    chunk = llm.get("chunked_prefill")
+    if chunk is not None and batching != "continuous":
+        raise AccelsimError("chunked_prefill applies to continuous batching only")
+    replicas = _replicas(cfg.devices, lay, system)
+    max_batch = serve.get("max_batch") or DEFAULT_MAX_BATCH
+    dist = llm.get("length_dist", "fixed")
+    seed = cfg.seed or 0
+    if trace:
+        req = read_requests(trace, plat.cfg.context)
+    else:
+        req = draw_requests(serve.get("requests", DEFAULT_REQUESTS), serve["rate_per_s"],
+                            prompt, output, dist, plat.cfg.context, seed)
+    n = len(req.arrival_s)
+    record = base_record(cfg, plat, lay, system, max_batch, "serve")
+    record["notes"] = notes
+    record["devices"] = lay.gpus * replicas
+    step_tokens = max(MAX_PREFILL_TOKENS, int(req.prompt.max()))
+    blocks = mem.kv_blocks(step_tokens, max_batch)
+    longest = int((req.prompt + req.output).max())
+    need = mem.need_bytes(1, longest, step_tokens) + (
+        max_batch - 1) * mem.logit_bytes_per_seq
+    record["memory"] = memory_record(mem, need, 1, step_tokens, longest - step_tokens) | {
+        "kv_cache_blocks": blocks, "kv_block_tokens": BLOCK_TOKENS,
+        "kv_cache_budget_bytes": blocks * BLOCK_TOKENS * mem.kv_bytes_per_token}
+    record["memory"]["fits"] = bool(need <= mem.capacity_bytes and
+                                    -(-longest // BLOCK_TOKENS) <= blocks)
+    record["kv_cache_bytes"] = record["memory"]["kv_cache_budget_bytes"] * lay.gpus * replicas
+    if not record["memory"]["fits"]:
+        return SimulationResult(does_not_fit(record, mem, plat, lay, system, need),
+                                pd.DataFrame())
+    costs = step_costs(StepModel(plat, lay), step_tokens, max_batch, blocks)
+    shape = (max_batch, blocks, batching, serve.get("max_wait_s", 0.0), chunk)
+    out = serve_requests(costs, req, replicas, *shape)
+    slo = (llm.get("slo_ttft_s"), llm.get("slo_tpot_s"))
+    figures = serving_figures(req, out, *slo)
+    figures["engine_busy_fraction"] /= replicas
+    record.update(figures)
+    run_s = figures["run_time_s"]
+    # the steps' energy, and the static power of every GPU while its replica idles
+    idle_s = max(run_s * replicas - out.busy_s, 0.0)
+    energy_j = out.energy_j + power_limits_w(plat.profile)[1] * lay.gpus * idle_s
+    record.update(throughput_samples_per_s=figures["requests_per_s"],
+                  latency_s=figures["latency_mean_s"], energy_j_per_sample=energy_j / n,
+                  energy_j_per_token=energy_j / float(req.output.sum()),
+                  average_power_w=energy_j / run_s, offered_load=None, batching=batching,
+                  chunked_prefill=chunk, length_dist=None if trace else dist,
+                  rate_per_s=serve.get("rate_per_s"), replicas=replicas,
+                  max_rate_meeting_slo_per_s=None)
+    if not trace and any(x is not None for x in slo):
+        def trial(rate: float) -> tuple[Requests, Outcome]:
+            drawn = draw_requests(min(n, SEARCH_REQUESTS), rate, prompt, output, dist,
+                                  plat.cfg.context, seed)
+            return drawn, serve_requests(costs, drawn, replicas, *shape)
+
+        record["max_rate_meeting_slo_per_s"] = max_rate_meeting_slo(
+            trial, serve["rate_per_s"], *slo, meets_at_rate=meets_slo(req, out, *slo))
+    record["bottleneck"] = _bottleneck(req, out)
+    record["bottleneck_detail"] = (
+        f"engine busy {figures['engine_busy_fraction']:.0%} of the run ("
+        f"{out.prefill_busy_s / max(out.busy_s, 1e-30):.0%} of it prefill), mean running batch "
+        f"{figures['batch_size_mean']:.1f} of {max_batch}, {out.preemptions} preemptions, "
+        f"KV blocks peak {out.peak_blocks:,} of {blocks:,} per replica")
+    notes.append("energy: the GPUs' over the engine's steps, and their static power while "
+                 "idle (the host is not counted)")
+    return SimulationResult(record, _events(req, out))
+
+
+def _replicas(devices: int | None, lay: Layout, system: Any) -> int:
+    """Data-parallel model replicas: `devices` GPUs in splits of tp x pp (default one)."""
+    if devices is None:
+        return 1
+    if devices % lay.gpus or devices > system.device_count:
+        raise AccelsimError(f"devices = {devices}: must be a multiple of tp x pp = {lay.gpus} "
+                            f"and at most the {system.device_count} GPUs of '{system.name}'")
+    return devices // lay.gpus
+
+
+def step_costs(model: StepModel, step_tokens: int, max_batch: int, blocks: int) -> StepCosts:
+    """The engine's step costs, tabulated once for the run."""
+    pre = model.prefill_table(step_tokens, max_batch)
+    dec = model.decode_table(max_batch, float(blocks * BLOCK_TOKENS))
+    return StepCosts(pre.step_s, dec.step_s, pre.step_j, dec.step_j,
+                     partial(pre.mixed_s, dec), partial(pre.mixed_j, dec))
+
+
+def serve_requests(costs: StepCosts, req: Requests, replicas: int, max_batch: int,
+                   blocks: int, batching: str, max_wait_s: float,
+                   chunk: int | None) -> Outcome:
+    """Every replica's engine on its share of the requests, merged. NB: the load balancer
+    deals requests to replicas in turn (round robin), not to the least loaded."""
+    n = len(req.arrival_s)
+    merged = Outcome(np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
+    for k in range(replicas):
+        mine = np.arange(k, n, replicas)
+        if not len(mine):
+            continue
+        part = Requests(req.arrival_s[mine], req.prompt[mine], req.output[mine])
+        out = Engine(costs, part, max_batch, blocks, batching, max_wait_s, chunk).run()
+        merged.first_s[mine], merged.last_s[mine], merged.done_s[mine] = (
+            out.first_s, out.last_s, out.done_s)
+        for name in ("steps", "prefill_steps", "preemptions", "batch_sum", "busy_s",
+                     "prefill_busy_s", "energy_j"):
+            setattr(merged, name, getattr(merged, name) + getattr(out, name))
+        merged.peak_blocks = max(merged.peak_blocks, out.peak_blocks)
+    return merged
+
+
+def meets_slo(req: Requests, out: Outcome, slo_ttft_s: float | None,
+              slo_tpot_s: float | None) -> bool:
+    """p99 TTFT and p99 TPOT within their targets (MLPerf Inference's LLM server rule)."""
+    f = serving_figures(req, out, slo_ttft_s, slo_tpot_s)
+    ok = slo_ttft_s is None or f["ttft_p99_s"] <= slo_ttft_s
+    return ok and (slo_tpot_s is None or f["tpot_p99_s"] is None or
+                   f["tpot_p99_s"] <= slo_tpot_s)
+
+
+def max_rate_meeting_slo(run_at: Callable[[float], tuple[Requests, Outcome]],
+                         rate_per_s: float, slo_ttft_s: float | None,
+                         slo_tpot_s: float | None, meets_at_rate: bool | None = None
+                         ) -> float | None:
+    """The highest Poisson rate whose p99 TTFT and TPOT meet the targets: from `rate_per_s`
+    (whose verdict `meets_at_rate` may be known from a longer run), doubling or halving to
+    bracket it, then bisecting the log rate (`SEARCH_STEPS`). None when not even a 2^-16
+    fraction of the rate meets them. NB: each trial is one seeded run of `SEARCH_REQUESTS`
+    requests, so the answer carries that sample's noise."""
+    def ok(rate: float) -> bool:
+        req, out = run_at(rate)
+        return meets_slo(req, out, slo_ttft_s, slo_tpot_s)
+
+    lo = hi = rate_per_s
+    if ok(rate_per_s) if meets_at_rate is None else meets_at_rate:
+        for _ in range(SEARCH_DOUBLINGS):
+            hi *= 2
+            if not ok(hi):
+                break
+            lo = hi
+        else:
+            return lo
+    else:
+        for _ in range(SEARCH_DOUBLINGS):
+            lo /= 2
+            if ok(lo):
+                break
+            hi = lo
+        else:
+            return None
+    for _ in range(SEARCH_STEPS):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def _bottleneck(req: Requests, out: Outcome) -> str:
+    """"queueing" when waits grow through the run (arrivals outpace the engine: the last
+    tenth of requests waits for its first token over twice as long as the first tenth, and
+    over a second), else the phase that kept the engine busiest. NB: a heuristic."""
+    ttft = out.first_s - req.arrival_s
+    tenth = max(len(ttft) // 10, 1)
+    if ttft[-tenth:].mean() > 2 * ttft[:tenth].mean() + 1.0:
+        return "queueing"
+    return "compute" if out.prefill_busy_s > out.busy_s / 2 else "memory"
+
+
+def _events(req: Requests, out: Outcome) -> pd.DataFrame:
+    """One record per request (arrival to return), with its first token in `detail`."""
+    rec = Recorder()
+    for i in range(len(req.arrival_s)):
+        rec.add("server", "request", float(req.arrival_s[i]), float(out.done_s[i]), step=i,
+                samples=1, detail=f"first token at {out.first_s[i]:.6f} s")
+    return rec.frame()

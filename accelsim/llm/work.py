@@ -1,0 +1,239 @@
+"""The work of one prefill or decode step of a decoder, as rows of the device cost models' work
+table (`accelsim.workload.work`: name, op, phase, matmul, flops, read_bytes, write_bytes,
+weight_bytes, op_index) and their GEMMs (op_index, m, n, k, count), for one layer shard and for
+the embedding and LM head.
+
+    step = Step(tokens=8, seqs=8, score_pairs=8 * 520, kv_read_tokens=8 * 520)  # a decode
+    rows = Rows("forward", Tiles(256, 128))
+    layer_rows(rows, cfg, Shard(tp=1), step, Formats(2.0, 2.0, 2.0), fused_attention=True)
+    work, gemms, shape_ids = rows.frames()
+
+A step: `tokens` rows pass the linears; attention computes `score_pairs` query-key pairs per
+query head and reads the K and V of `kv_read_tokens` tokens (decode: the whole cache; prefill:
+the prompt it has just written). Prefill is causal: a prompt of p tokens has p (p + 1) / 2
+pairs, never p^2. Attention is FlashAttention-style fused where `fused_attention` is set (the
+scores stay on chip), else the scores go through memory as an eager kernel chain does.
+
+GEMMs with fewer rows than a CTA tile (decode: one token per sequence) are given to the cost
+model as the kernels serving stacks run for them (swap-AB / GEMV-style small-M kernels): the
+tokens padded to `SKINNY_ROW_MULTIPLE`, the output cut into tile-sized blocks. NB: with the
+(256 x 128) tile as it is, a batch-8 decode GEMM would be charged 32x its MACs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from accelsim.llm.models import DecoderConfig
+
+# NB: tensor-core MMA fragments are 8 (n) x 16 (m) x 16 (k); small-M kernels pad tokens to 8.
+SKINNY_ROW_MULTIPLE = 8
+# NB: elementwise FLOPs per element, the conventions of `accelsim.workload.counts`.
+NORM_FLOPS = {"llama": 4, "gpt2": 5}  # RMSNorm, LayerNorm
+ACT_FLOPS = {"llama": 6, "gpt2": 8}  # SiLU (5) x up (1); tanh-GELU
+ROPE_FLOPS = 3
+SOFTMAX_FLOPS = 5
+
+
+@dataclass(frozen=True)
+class Step:
+    """One forward step of a batch: see the module docstring. Counts, not bytes."""
+
+    tokens: int
+    seqs: int
+    score_pairs: float
+    kv_read_tokens: float
+
+
+@dataclass(frozen=True)
+class Shard:
+    """What one GPU holds of a layer under tensor parallelism `tp` (Megatron-LM split: heads
+    and FFN columns/rows divided; NB: kv heads replicated when tp exceeds them). With
+    `expert_parallel` a mixture of experts spreads whole experts over the tp GPUs instead of
+    slicing each one (GShard, Lepikhin et al. 2020, arXiv:2006.16668)."""
+
+    tp: int = 1
+    expert_parallel: bool = False
+
+    def experts(self, cfg: DecoderConfig) -> int:
+        """Experts (or dense FFNs) this GPU holds."""
+        return cfg.n_experts // self.tp if self.expert_parallel else cfg.n_experts
+
+    def heads(self, cfg: DecoderConfig) -> int:
+        return max(cfg.n_heads // self.tp, 1)
+
+    def kv_heads(self, cfg: DecoderConfig) -> int:
+        return max(cfg.n_kv_heads // self.tp, 1)
+
+    def d_ff(self, cfg: DecoderConfig) -> int:
+        """FFN width of each expert this GPU holds (whole under expert parallelism)."""
+        return cfg.d_ff if self.expert_parallel else max(cfg.d_ff // self.tp, 1)
+
+    def vocab(self, cfg: DecoderConfig) -> int:
+        return -(-cfg.vocab // self.tp)
+
+
+@dataclass(frozen=True)
+class Formats:
+    """Bytes per element: weights (a storage format, possibly quantised) and activations / KV
+    cache (the compute format)."""
+
+    weight_bytes: float
+    act_bytes: float
+    kv_bytes: float
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """The CTA tile the GPU class model assumes (m x n); other classes: a nominal block."""
+
+    m: int
+    n: int
+
+
+class Rows:
+    """Accumulates work rows and their GEMMs; `frames()` gives the two DataFrames."""
+
+    def __init__(self, phase: str, tiles: Tiles) -> None:
+        self.phase, self.tiles = phase, tiles
+        self.rows: list[tuple] = []
+        self.gemms: list[tuple[int, float, float, float, float]] = []
+        self.shape_ids: list[int] = []
+        self.shape_id = 0
+
+    def add(self, name: str, op: str, flops: float, read_b: float, write_b: float,
+            weight_b: float = 0.0, gemms: tuple[tuple[float, float, float, float], ...] = ()
+            ) -> None:
+        index = len(self.rows)
+        self.rows.append((name, op, self.phase, bool(gemms), float(flops), float(read_b),
+                          float(write_b), float(weight_b), index))
+        self.shape_ids.append(self.shape_id)
+        for m, n, k, count in gemms:
+            self.gemms.append((index, *self._as_run(m, n, k, count)))
+
+    def _as_run(self, m: float, n: float, k: float, count: float
+                ) -> tuple[float, float, float, float]:
+        """A GEMM as the kernel that runs it: skinny ones as tile-sized blocks (docstring)."""
+        if m >= self.tiles.m or m <= 0:
+            return m, n, k, count
+        padded = math.ceil(m / SKINNY_ROW_MULTIPLE) * SKINNY_ROW_MULTIPLE
+        blocks = math.ceil(padded * n * count / (self.tiles.m * self.tiles.n))
+        return self.tiles.m, self.tiles.n, k, blocks
+
+    def frames(self) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+        work = pd.DataFrame(self.rows, columns=["name", "op", "phase", "matmul", "flops",
+                                                "read_bytes", "write_bytes", "weight_bytes",
+                                                "op_index"])
+        gemms = pd.DataFrame(self.gemms, columns=["op_index", "m", "n", "k", "count"])
+        return work, gemms, np.array(self.shape_ids)
+
+
+def linear_rows(r: Rows, name: str, tokens: float, n_out: int, k_in: int, fmt: Formats,
+                bias: bool, experts: float = 1.0, expert_tokens: float | None = None) -> None:
+    """A weight GEMM (or `experts` of them, each on `expert_tokens` rows)."""
+    rows = tokens if expert_tokens is None else expert_tokens
+    weights = experts * (n_out * k_in + (n_out if bias else 0)) * fmt.weight_bytes
+    r.add(name, "linear", 2.0 * rows * experts * n_out * k_in,
+          rows * experts * k_in * fmt.act_bytes + weights, rows * experts * n_out * fmt.act_bytes,
+          weights, ((rows, n_out, k_in, experts),))
+
+
+def elementwise_rows(r: Rows, name: str, op: str, elems: float, flops_per: float,
+                     inputs: int, fmt: Formats, weight_elems: float = 0.0) -> None:
+    """An elementwise or normalisation row over `elems` outputs read from `inputs` tensors
+    (a norm's `weight_elems` scale read once)."""
+    w = weight_elems * fmt.act_bytes
+    r.add(name, op, flops_per * elems, inputs * elems * fmt.act_bytes + w, elems * fmt.act_bytes,
+          w)
+
+
+def experts_touched(cfg: DecoderConfig, tokens: float, local: int | None = None) -> float:
+    """Expected experts, of the `local` ones a GPU holds (default all), that a step's tokens
+    route to. NB: uniform independent routing: local (1 - (1 - k/E)^T)."""
+    if not cfg.is_moe:
+        return 1.0
+    held = cfg.n_experts if local is None else local
+    return held * (1.0 - (1.0 - cfg.experts_per_token / cfg.n_experts) ** tokens)
+
+
+def layer_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Formats,
+               fused_attention: bool | None) -> None:
+    """Rows of one decoder layer's shard, starting at the QKV projection and ending with the
+    next layer's input norm (so a fusing engine joins each norm to the add before it).
+    `fused_attention` None leaves attention out (`attention_rows` costs it apart)."""
+    t, d, hd = step.tokens, cfg.d_model, cfg.head_dim
+    heads, kv_heads, d_ff = shard.heads(cfg), shard.kv_heads(cfg), shard.d_ff(cfg)
+    bias = cfg.has_bias
+    linear_rows(r, "qkv_proj", t, (heads + 2 * kv_heads) * hd, d, fmt, bias)
+    if cfg.arch == "llama":
+        elementwise_rows(r, "rope", "rope", t * (heads + kv_heads) * hd, ROPE_FLOPS, 1, fmt)
+    if fused_attention is not None:
+        attention_rows(r, cfg, shard, step, fmt, fused_attention)
+    linear_rows(r, "o_proj", t, d, heads * hd, fmt, bias)
+    elementwise_rows(r, "attn_add", "add", t * d, 1, 2, fmt)
+    elementwise_rows(r, "mlp_norm", "rmsnorm" if cfg.arch == "llama" else "layernorm", t * d,
+                 NORM_FLOPS[cfg.arch], 1, fmt, d)
+    local = shard.experts(cfg)
+    touched = experts_touched(cfg, t, local)
+    # token-expert pairs this GPU computes (all of them unless its experts are a share)
+    routed = t * cfg.experts_per_token * local / cfg.n_experts
+    per_expert = routed / touched if cfg.is_moe else None
+    if cfg.is_moe:
+        linear_rows(r, "router", t, cfg.n_experts, d, fmt, False)
+    up = 2 * d_ff if cfg.arch == "llama" else d_ff
+    linear_rows(r, "gate_up_proj" if cfg.arch == "llama" else "fc1", t, up, d, fmt, bias, touched,
+            per_expert)
+    elementwise_rows(r, "act", "silu" if cfg.arch == "llama" else "gelu", routed * d_ff,
+                 ACT_FLOPS[cfg.arch], 2 if cfg.arch == "llama" else 1, fmt)
+    linear_rows(r, "down_proj" if cfg.arch == "llama" else "fc2", t, d, d_ff, fmt, bias, touched,
+            per_expert)
+    elementwise_rows(r, "mlp_add", "add", t * d, 1, 2, fmt)
+    elementwise_rows(r, "next_norm", "rmsnorm" if cfg.arch == "llama" else "layernorm", t * d,
+                 NORM_FLOPS[cfg.arch], 1, fmt, d)
+
+
+def attention_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Formats,
+                   fused: bool) -> None:
+    """QK^T, softmax, PV for `score_pairs` pairs per query head; writes the step's K and V to
+    the cache and reads `kv_read_tokens` tokens' K and V."""
+    hd, t = cfg.head_dim, step.tokens
+    heads, kv_heads = shard.heads(cfg), shard.kv_heads(cfg)
+    pairs = step.score_pairs * heads
+    flops = 4.0 * pairs * hd + SOFTMAX_FLOPS * pairs
+    kv_elems = 2.0 * kv_heads * hd
+    read_b = t * heads * hd * fmt.act_bytes + step.kv_read_tokens * kv_elems * fmt.kv_bytes
+    write_b = t * heads * hd * fmt.act_bytes + t * kv_elems * fmt.kv_bytes
+    if not fused:
+        # NB: eager attention writes the scores, reads them for softmax, writes the
+        # probabilities and reads them for PV (the causal mask skips no memory traffic here).
+        read_b += 2.0 * pairs * fmt.act_bytes
+        write_b += 2.0 * pairs * fmt.act_bytes
+    # GEMM instances: decode (one query per sequence) takes each kv head's query group against
+    # its sequence's keys; prefill each query head's prompt against the keys it may see.
+    if step.seqs >= t:
+        m, keys, count = heads / kv_heads, step.score_pairs / max(step.seqs, 1), kv_heads * t
+    else:
+        m, keys, count = t / step.seqs, step.score_pairs / t, heads * step.seqs
+    r.add("attention", "attention", flops, read_b, write_b, 0.0,
+          ((m, keys, hd, count), (m, hd, keys, count)))
+
+
+def embed_rows(r: Rows, cfg: DecoderConfig, step: Step, fmt: Formats) -> None:
+    """Token (and gpt2 position) embedding gather, then the first layer's input norm."""
+    d = cfg.d_model
+    gathers = 2 if cfg.arch == "gpt2" else 1
+    r.add("embed", "embedding", (gathers - 1) * step.tokens * d,
+          step.tokens * (1 + gathers * d * fmt.weight_bytes / fmt.act_bytes) * fmt.act_bytes,
+          step.tokens * d * fmt.act_bytes)
+    elementwise_rows(r, "input_norm", "rmsnorm" if cfg.arch == "llama" else "layernorm",
+                 step.tokens * d, NORM_FLOPS[cfg.arch], 1, fmt, d)
+
+
+def head_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Formats) -> None:
+    """The LM head (vocabulary split over the TP group) on each sequence's last token.
+    NB: the final norm is the last layer's `next_norm`; sampling is not costed."""
+    linear_rows(r, "lm_head", step.seqs, shard.vocab(cfg), cfg.d_model, fmt, False)

@@ -1,0 +1,124 @@
+"""Read a SCALE-Sim topology CSV (conv form or GEMM form) into a per-sample `Graph`.
+
+    graph = read_graph(Path("resnet50.csv"))   # accelsim simulate resnet50.csv --hw scale.cfg
+
+Conv form (header "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width,
+Channels, Num Filter, Strides,"): one `conv2d` per row, named as the row, on its own input
+(SCALE-Sim's layers do not chain: a topology leaves pooling out, and its ifmaps are already
+padded). The output is SCALE-Sim's ceil((H - R + stride) / stride), which rounds a strided
+window that runs past the edge up where PyTorch rounds down; the conv gets the padding that
+makes the usual floor formula give that size (NB: padding read as zeros, so the layer's GEMM is
+SCALE-Sim's, M = output pixels, K = R x S x C, N = filters). A row whose name holds "DP" is a
+depthwise layer, which SCALE-Sim splits into one single-channel layer per channel, named
+"<name>Channel_<i>"; so does this reader.
+
+GEMM form (header "Layer, M, N, K,"): one `linear` (no bias) per row on an (M, K) input, N
+outputs: SCALE-Sim's (M x K) @ (K x N). NB: SCALE-Sim's second operand is always a filter, so
+an activation x activation GEMM (attention scores) is read as a layer with K x N weights.
+
+Either form may end rows with a comma and carry an "N:M" sparsity column, which SCALE-Sim uses
+only with sparsity support on: it is ignored here. Bad rows raise ConfigError naming the file,
+the row and column, and the value.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from accelsim.errors import ConfigError, DataFileError, ShapeError
+from accelsim.physical import MAX_COUNT
+from accelsim.schema import read_text_file
+from accelsim.workload.graph import Graph, GraphBuilder
+
+KNOBS: dict[str, int] = {}  # a topology fixes every shape: no input knobs
+CONV_COLUMNS = ("IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width", "Channels",
+                "Num Filter", "Strides")
+GEMM_COLUMNS = ("M", "N", "K")
+
+
+def read_graph(path: Path, **knobs: int) -> Graph:
+    """The per-sample graph of the topology at `path`; raises AccelsimError (one line)."""
+    src = str(path)
+    if knobs:
+        raise ConfigError(src, "knobs", sorted(knobs), "a SCALE-Sim topology takes no "
+                          "input knobs (its shapes are fixed)")
+    rows = [_fields(line) for line in read_text_file(path).splitlines()]
+    rows = [r for r in rows if r]
+    if len(rows) < 2:
+        raise DataFileError(src, "not a SCALE-Sim topology: a header and at least one layer "
+                            "row are needed")
+    gemm = len(rows[0]) > 1 and rows[0][1].strip().upper() == "M"
+    columns = GEMM_COLUMNS if gemm else CONV_COLUMNS
+    g = GraphBuilder(path.stem, source_format="scalesim-topology")
+    outputs: list[str] = []
+    for number, row in enumerate(rows[1:], start=2):
+        name = row[0]
+        values = _values(src, number, name, row[1:], columns)
+        try:
+            if gemm:
+                outputs.append(_gemm_layer(g, name, *values))
+            elif "DP" in name:
+                h, w, r, s, c, f, stride = values
+                outputs += [_conv_layer(g, f"{name}Channel_{ch}", h, w, r, s, 1, f, stride)
+                            for ch in range(c)]
+            else:
+                outputs.append(_conv_layer(g, name, *values))
+        except ShapeError as err:
+            raise ConfigError(src, f"row {number} ({name})", ",".join(row), str(err)) from None
+    return g.build(outputs=tuple(outputs))
+
+
+def _fields(line: str) -> list[str]:
+    """The comma-separated fields of a line, trailing empty ones dropped."""
+    fields = [f.strip() for f in line.split(",")]
+    while fields and not fields[-1]:
+        fields.pop()
+    return fields
+
+
+def _values(src: str, number: int, name: str, cells: list[str], columns: tuple[str, ...]
+            ) -> list[int]:
+    if not name:
+        raise ConfigError(src, f"row {number}", "", "the layer has no name")
+    if len(cells) < len(columns):
+        raise ConfigError(src, f"row {number} ({name})", ",".join(cells),
+                          f"needs {len(columns)} numbers: {', '.join(columns)}")
+    out = []
+    for column, cell in zip(columns, cells, strict=False):
+        try:
+            value = int(cell)
+        except ValueError:
+            raise ConfigError(src, f"row {number} ({name}).{column}", cell,
+                              "must be a whole number") from None
+        if not 1 <= value <= MAX_COUNT:
+            raise ConfigError(src, f"row {number} ({name}).{column}", cell,
+                              f"must be from 1 to {MAX_COUNT:,}")
+        out.append(value)
+    return out
+
+
+def scalesim_output_size(size: int, kernel: int, stride: int) -> int:
+    """SCALE-Sim's output size along one axis: ceil((size - kernel + stride) / stride)."""
+    return math.ceil((size - kernel + stride) / stride)
+
+
+def _padding_for(size: int, kernel: int, stride: int) -> int:
+    """Symmetric padding p with floor((size + 2p - kernel) / stride) + 1 equal to SCALE-Sim's
+    output size: the window that runs past the edge reads p <= stride / 2 zeros."""
+    short = (-(size - kernel)) % stride  # inputs missing from the last window
+    return math.ceil(short / 2)
+
+
+def _conv_layer(g: GraphBuilder, name: str, h: int, w: int, r: int, s: int, c: int, f: int,
+                stride: int) -> str:
+    if r > h or s > w:
+        raise ShapeError(f"filter {r} x {s} is larger than the ifmap {h} x {w}")
+    x = g.input(f"{name}.ifmap", (c, h, w))
+    return g.conv2d(x, name=name, out_channels=f, kernel=(r, s), stride=stride,
+             padding=(_padding_for(h, r, stride), _padding_for(w, s, stride)), bias=False)
+
+
+def _gemm_layer(g: GraphBuilder, name: str, m: int, n: int, k: int) -> str:
+    x = g.input(f"{name}.ifmap", (m, k))
+    return g.linear(x, name=name, out_features=n, bias=False)

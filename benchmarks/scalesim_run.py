@@ -1,0 +1,49 @@
+"""Run SCALE-Sim v3 on jobs given as JSON on stdin; print JSON results (one object per job).
+
+Runs in a Python that has the `scalesim` package (its own virtualenv: SCALE-Sim pins old
+numpy and pandas), called through a subprocess by `benchmarks/scalesim_parity.py` and
+`tests/test_scalesim.py`, which write the .cfg and topology text:
+
+    echo '[{"cfg": "...", "topology": "...", "gemm": false}]' | python scalesim_run.py
+
+Each result holds the wall time (`wall_s`) and the text of COMPUTE_REPORT, BANDWIDTH_REPORT
+and DETAILED_ACCESS_REPORT.
+"""
+
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+
+from scalesim.scale_sim import scalesim
+
+REPORTS = ("COMPUTE_REPORT", "BANDWIDTH_REPORT", "DETAILED_ACCESS_REPORT")
+
+
+def run(job: dict) -> dict:
+    """One SCALE-Sim run in a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="scalesim_") as folder:
+        paths = {name: os.path.join(folder, name) for name in ("a.cfg", "t.csv", "l.csv")}
+        for name, text in (("a.cfg", job["cfg"]), ("t.csv", job["topology"]),
+                           ("l.csv", "Layer name,\n")):
+            with open(paths[name], "w") as out:
+                out.write(text)
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            sim = scalesim(save_disk_space=True, verbose=False, config=paths["a.cfg"],
+                           topology=paths["t.csv"], layout=paths["l.csv"],
+                           input_type_gemm=bool(job.get("gemm")))
+            sim.run_scale(top_path=folder)
+        result = {"wall_s": time.perf_counter() - start}
+        run_dir = os.path.join(folder, sim.config.get_run_name())
+        for name in REPORTS:
+            with open(os.path.join(run_dir, name + ".csv")) as report:
+                result[name] = report.read()
+    return result
+
+
+if __name__ == "__main__":
+    json.dump([run(job) for job in json.load(sys.stdin)], sys.stdout)

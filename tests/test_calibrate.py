@@ -1,0 +1,220 @@
+"""`accelsim calibrate`, measured stacks and `describe --execute --time` (issue 10)."""
+
+import json
+import math
+import time
+import tomllib
+
+import numpy as np
+import pytest
+
+from accelsim.calibrate.cases import kernel_cases
+from accelsim.calibrate.fit import case_key, fit_efficiencies, with_group_figures
+from accelsim.calibrate.run import calibrate
+from accelsim.calibrate.write import toml_text
+from accelsim.cli import main
+from accelsim.devices.cpu import cpu_costs
+from accelsim.devices.profile import load_profile
+from accelsim.devices.software import FIELDS, load_stack, resolve_software
+from accelsim.errors import ConfigError
+from accelsim.storage.media import load_storage
+from accelsim.workload.graph import GraphBuilder
+from accelsim.workload.work import gemms_for, work_table
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """One tiny calibration run shared by the tests below (and its wall time)."""
+    out = tmp_path_factory.mktemp("calibration")
+    start = time.perf_counter()
+    result = calibrate(out, budget="tiny", progress=False, torch=False)
+    return result, time.perf_counter() - start
+
+
+def run_cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_fit_recovers_known_rates_from_synthetic_timings():
+    # t = work / e + kernels * t0, with e = 0.4 (gemm) and 0.05 (relu), t0 = 3 us: exact data.
+    work = np.array([1e-4, 4e-4, 2e-3, 1e-2, 2e-5, 8e-5, 3e-4])
+    keys = ["gemm_fp32"] * 4 + ["relu_fp32"] * 3
+    truth = {"gemm_fp32": 0.4, "relu_fp32": 0.05}
+    kernels = np.ones(len(keys))
+    measured = np.array([w / truth[k] for w, k in zip(work, keys, strict=True)]) + 3e-6
+    fit = fit_efficiencies(keys, work, kernels, measured, dispatch_s=3e-6)
+    assert fit.efficiency == pytest.approx(truth, rel=1e-9)
+    assert fit.per_kernel_s == 3e-6
+    assert np.max(np.abs(fit.relative_error)) < 1e-9
+
+
+def test_fit_of_noisy_timings_is_the_closed_form_slope():
+    # GEMM rate from noisy timings: 1/e = sum(x (t - t0)) / sum(x^2), computed here by hand for
+    # three cases (x = 1, 2, 5 ms of work at peak; t0 = 0.1 ms).
+    work = np.array([1e-3, 2e-3, 5e-3])
+    measured = np.array([2.6e-3, 3.9e-3, 1.1e-2])
+    slope = (1e-3 * 2.5e-3 + 2e-3 * 3.8e-3 + 5e-3 * 10.9e-3) / (1e-6 + 4e-6 + 25e-6)
+    fit = fit_efficiencies(["gemm_fp32"] * 3, work, np.ones(3), measured, dispatch_s=1e-4)
+    assert fit.efficiency["gemm_fp32"] == pytest.approx(1 / slope, rel=1e-12)
+    assert fit.relative_error == pytest.approx((work * slope + 1e-4) / measured - 1)
+
+
+def test_core_tile_fit_finds_the_tile_the_timings_were_made_with(tmp_path):
+    from accelsim.calibrate.cases import _linear
+    from accelsim.calibrate.fit import CORE_TILES, fit_core_tile, unit_work_s
+    from accelsim.datafiles import builtin_files
+
+    # two cores: with many cores, small GEMMs fill one wave whatever the tile's shape
+    text = builtin_files("hw_profiles", "devices/*.toml")["xeon-8380"].read_text()
+    (tmp_path / "two-core.toml").write_text(text.replace("cores = 40", "cores = 2"))
+    profile = load_profile(tmp_path / "two-core.toml")
+    cases = [_linear(m, 256, n) for m, n in ((1, 100), (6, 36), (20, 100), (70, 300))]
+    for truth in ((4, 4), (16, 64)):
+        assert truth in CORE_TILES
+        rows = [{"precision": "fp32", "key": "gemm_fp32", "kernels": 1.0,
+                 "measured_s": unit_work_s(profile, c, "fp32", truth)[0] / 0.3 + 2e-6}
+                for c in cases]
+        assert fit_core_tile(rows, cases, profile, dispatch_s=2e-6) == truth
+
+
+def test_group_figures_are_geometric_means():
+    eff = with_group_figures({"relu_fp32": 0.5, "add_fp32": 0.125, "gelu_fp32": 0.01,
+                              "gemm_fp32": 0.7})
+    assert eff["stream_fp32"] == pytest.approx(0.25)  # sqrt(0.5 * 0.125)
+    assert eff["vector_fp32"] == pytest.approx(0.01)
+    assert "gemm_fp32" in eff and "vector_int8" not in eff
+
+
+def test_every_case_key_is_a_stack_field():
+    allowed = {f.key for f in next(f for f in FIELDS if f.key == "cpu_efficiency").sub}
+    for case in kernel_cases("full"):
+        for precision in ("fp32", "fp16", "bf16", "int8"):
+            assert case_key(case, precision) in allowed
+
+
+def test_toml_text_parses_back_to_the_data():
+    data = {"a": 1, "b": 0.000123456, "c": "x \"q\"", "d": [1, 2], "t": {"e": True,
+            "s": {"f": 2.5}}, "sources": {"t.e": "defined: x"}}
+    back = tomllib.loads(toml_text(data, "header"))
+    assert back == {**data, "b": 0.0001235}  # four significant digits
+
+
+def test_tiny_calibration_writes_loadable_profiles_quickly(tiny):
+    result, wall_s = tiny
+    assert wall_s < 20
+    s = result.summary
+    profile = load_profile(result.files["cpu"])
+    stack = load_stack(result.files["software"])
+    disk = load_storage(result.files["storage"])
+    # what the loaders read back is what was measured (to the 4 digits written)
+    assert profile.compute.vector_peak_flops_per_s["fp32"] == pytest.approx(
+        s["fp32_vector_peak_flops_per_s"], rel=1e-3)
+    assert profile.offchip_memory.bandwidth_bytes_per_s == pytest.approx(
+        s["stream_bytes_per_s"], rel=1e-3)
+    for key, value in s["numpy"]["efficiency"].items():
+        assert stack.cpu_factor(*key.rsplit("_", 1)) == pytest.approx(value, rel=1e-3)
+    assert stack.per_kernel_s["cpu"] == pytest.approx(s["numpy"]["per_kernel_s"], rel=1e-3,
+                                                       abs=1e-9)
+    assert stack.cpu_core_tile == tuple(s["numpy"]["core_tile"])
+    assert disk.read_bandwidth_bytes_per_s == pytest.approx(
+        s["disk"]["read_bandwidth_bytes_per_s"], rel=1e-3)
+    figures = [s["fp32_vector_peak_flops_per_s"], s["stream_bytes_per_s"],
+               s["disk"]["random_read_4k_iops"], s["disk"]["request_latency_s"],
+               *s["numpy"]["efficiency"].values(), *(r["measured_s"] for r in
+                                                     s["numpy"]["cases"])]
+    assert all(math.isfinite(v) and v > 0 for v in figures)
+    assert s["numpy"]["per_kernel_s"] >= 0
+    sources = tomllib.loads(result.files["cpu"].read_text())["sources"]
+    assert sources["offchip_memory.bandwidth_gb_s"].startswith("measured: accelsim calibrate on")
+    assert json.loads(result.files["summary"].read_text())["budget"] == "tiny"
+
+
+def test_simulate_takes_the_calibrated_files(tiny, capsys):
+    files = tiny[0].files
+    args = ("simulate", "resnet18", "--hw", str(files["cpu"]), "--software",
+            str(files["software"]))
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    assert "numpy-host" in out.splitlines()[0]  # the header names the stack that ran
+    code, out, err = run_cli(capsys, *args, "--json")
+    run = json.loads(out)
+    assert code == 0 and run["throughput_samples_per_s"] > 0
+
+
+def _gemm_costs(gemm_eff: float, tmp_path):
+    g = GraphBuilder("g")
+    g.linear(g.input("x", (2048,)), out_features=2048, bias=False, name="fc")
+    graph = g.build()
+    base = tmp_path / "base.toml"
+    text = toml_text({
+        "description": "test", "classes": ["cpu"],
+        "host": {"per_step_us": 0.0, "reference_single_thread_ghz": 3.0,
+                 "per_kernel_us": {"cpu": 0.0}},
+        "graph": {"weight_casts": False, "layout_conversions_per_conv": 0.0},
+        "efficiency": {"tensor_core": 1.0, "cuda_core": 1.0, "dram_bandwidth": 1.0},
+        "cpu_efficiency": {"gemm_fp32": gemm_eff},
+        "sources": {"host.per_step_us": "defined: t", "host.reference_single_thread_ghz":
+                    "defined: t", "host.per_kernel_us.cpu": "defined: t",
+                    "graph.weight_casts": "defined: t",
+                    "graph.layout_conversions_per_conv": "defined: t",
+                    "efficiency.tensor_core": "defined: t", "efficiency.cuda_core": "defined: t",
+                    "efficiency.dram_bandwidth": "defined: t",
+                    "cpu_efficiency.gemm_fp32": "defined: t"}}, "test stack")
+    base.write_text(text)
+    profile = load_profile("xeon-8380")
+    work = work_table(graph, 512, "fp32")
+    return cpu_costs(profile, work, gemms_for(graph, 512), "fp32",
+                     resolve_software(str(base), "cpu")[0]), work, profile
+
+
+def test_stack_gemm_efficiency_sets_the_cpu_compute_time(tmp_path):
+    costs, work, profile = _gemm_costs(0.5, tmp_path)
+    # 512 x 2048 x 2048 fills 64 x 64 tiles over 40 cores: 8 x 32 = 256 tiles -> 7 waves of
+    # 40 (280 slots), so compute = flops x 280/256 / (peak x 0.5)
+    flops = 2 * 512 * 2048 * 2048
+    peak = profile.compute.vector_peak_flops_per_s["fp32"]
+    assert work["flops"].iloc[0] == flops
+    assert costs["compute_s"].iloc[0] == pytest.approx(flops * 280 / 256 / (peak * 0.5),
+                                                       rel=1e-9)
+    costs_quarter, _, _ = _gemm_costs(0.25, tmp_path)
+    assert costs_quarter["compute_s"].iloc[0] == pytest.approx(2 * costs["compute_s"].iloc[0])
+
+
+def test_bad_stack_files_are_one_line_errors(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "simulate", "resnet18", "--hw", "xeon-8380", "--software",
+                           str(tmp_path / "missing.toml"))
+    assert code == 2 and "missing.toml" in err and len(err.strip().splitlines()) == 1
+    bad = tmp_path / "bad.toml"
+    bad.write_text(load_path_text("openvino").replace("[sources]",
+                                                      "[cpu_efficiency]\ngemm_fp32 = 50.0\n\n"
+                                                      "[sources]"))
+    with pytest.raises(ConfigError, match="gemm_fp32"):
+        load_stack(bad)
+
+
+def load_path_text(name: str) -> str:
+    from accelsim.datafiles import builtin_files
+
+    return builtin_files("hw_profiles", "software/*.toml")[name].read_text()
+
+
+def test_describe_time_json_measures_whole_and_per_layer(tiny, capsys):
+    files = tiny[0].files
+    code, out, err = run_cli(capsys, "describe", "mlp", "--batch", "2", "--execute", "--time",
+                             "--cpu-time",
+                             "--hw", str(files["cpu"]), "--software", str(files["software"]),
+                             "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    per_layer = [row["measured_time_s"] for row in d["layers"]]
+    assert all(t > 0 for t in per_layer)
+    assert d["measured_time_s"] == pytest.approx(sum(per_layer))
+    assert d["predicted_time_s"] > 0
+    assert d["relative_error"] == pytest.approx(d["predicted_time_s"] / d["measured_time_s"] - 1)
+
+
+def test_describe_time_needs_execute(capsys):
+    code, _, err = run_cli(capsys, "describe", "mlp", "--time")
+    assert code == 2 and "--execute" in err
