@@ -43,7 +43,7 @@ import numpy as np
 import simpy
 
 from accelsim.interconnect.buckets import advance
-from accelsim.interconnect.links import BITS_PER_BYTE, Link
+from accelsim.sim.allreduce_stage import AllReduceStage, link_j
 from accelsim.sim.config import TrainPlan
 from accelsim.sim.costs import PhaseCost, StepCosts
 from accelsim.sim.readplan import ReadPlan
@@ -61,13 +61,7 @@ def resource_names(plan: TrainPlan) -> dict[str, str]:
             "dram": "dram"}
 
 
-def _link_j(link: Link | None, n_bytes: float) -> float:
-    if link is None or link.energy_j_per_bit is None:
-        return 0.0  # NB: links without a published energy figure cost nothing here.
-    return n_bytes * BITS_PER_BYTE * link.energy_j_per_bit
-
-
-class TrainModel(LoaderStages):
+class TrainModel(LoaderStages, AllReduceStage):
     """One run of the pipeline. Build, call `run()`, read `recorder`."""
 
     def __init__(self, plan: TrainPlan, reads: ReadPlan, costs: StepCosts) -> None:
@@ -203,7 +197,7 @@ class TrainModel(LoaderStages):
             rec.add("storage", "read", t0, t0 + store_s, g, d, n_samples, n_bytes)
             if net_s:
                 rec.add("network", "read", t0, t0 + net_s, g, d, n_samples, n_bytes,
-                        _link_j(self.plan.system.network, n_bytes))
+                        link_j(self.plan.system.network, n_bytes))
         if slot is not None:
             self.slots.release(slot)
         if self.plan.gpudirect:
@@ -213,7 +207,7 @@ class TrainModel(LoaderStages):
                 t0 = env.now
                 yield env.timeout(link.latency_s + n_bytes / link.achieved_bandwidth_bytes_per_s)
                 rec.add(self.names["h2d"], "h2d", t0, env.now, g, d, n_samples, n_bytes,
-                        _link_j(link, n_bytes), "gds")
+                        link_j(link, n_bytes), "gds")
         self.io_pool[d].release(thread)
         pending[0] -= 1
         if not pending[0]:
@@ -296,84 +290,12 @@ class TrainModel(LoaderStages):
                 # and PCIe switches shared by several devices are not modelled.
                 yield env.timeout(link.latency_s + n_bytes / link.achieved_bandwidth_bytes_per_s)
                 rec.add(self.names["h2d"], "h2d", t0, env.now, g, d, samples, n_bytes,
-                        _link_j(link, n_bytes), "pinned" if plan.pinned_memory else "pageable")
+                        link_j(link, n_bytes), "pinned" if plan.pinned_memory else "pageable")
             rec.add(self.names["dram"], "dram", env.now, env.now, g, d, samples, dram_bytes,
                     dram_bytes * self.costs.dram_j_per_byte)
             self._finish(self.xfer_done, self.xfer_ev, d, g)
 
-    # ------------------------------------------------------------------ compute + all-reduce
-
-    def _comm_event(self, g: int) -> simpy.Event:
-        ev = self._comm_done.get(g)
-        if ev is None:
-            ev = self._comm_done[g] = self.env.event()
-        return ev
-
-    def _syncs(self, g: int) -> bool:
-        """Micro-step g ends an accumulation group: all-reduce, then the optimizer."""
-        return (g + 1) % self.plan.accumulate == 0 or g == self.reads.steps - 1
-
-    def _arrive(self, g: int, d: int, backward_s: float, c: PhaseCost) -> None:
-        """Device d starts step g's backward at `backward_s`; the last to arrive starts the
-        step's all-reduce."""
-        arrivals = self._arrivals.setdefault(g, [])
-        arrivals.append((d, backward_s, c))
-        if len(arrivals) == self.plan.devices:
-            del self._arrivals[g]
-            self.env.process(self._allreduce(g, arrivals))
-
-    def _allreduce(self, g: int, arrivals: list[tuple[int, float, PhaseCost]]
-                   ) -> Generator[Any, Any, None]:
-        env, costs, rec = self.env, self.costs, self.recorder
-        busy: list[tuple[float, float]] = []
-        cursors = {d: [b, 0.0, 0] for d, b, _ in arrivals}  # time, work done, busy index
-        self._busy[g], self._cursors[g] = busy, cursors
-        if self.plan.overlap_allreduce:
-            k = len(costs.bucket_bytes)
-            parts = [(f"bucket {i + 1}/{k}, {costs.bucket_bytes[i] / 1e6:.3g} MB, "
-                      f"{costs.bucket_algorithm[i]}", costs.bucket_time_s[i],
-                      costs.bucket_wire_bytes[i], i) for i in range(k)]
-        else:
-            parts = [(f"all gradients, one message, {costs.allreduce_algorithm}",
-                      costs.allreduce_s, costs.allreduce_wire_bytes, -1)]
-        link = self.plan.system.device_to_device
-        with self.d2d.request() as req:
-            yield req
-            for detail, dur_s, wire, i in parts:
-                # The bucket starts when its last gradient is ready on every device (each
-                # slowed by the collectives running so far).
-                ready = max(advance(cursors[d], c.ready_s(i) if i >= 0 else c.backward_s,
-                                    busy, c.contention_share if i >= 0 else 0.0)
-                            for d, _, c in arrivals)
-                if ready > env.now:
-                    yield env.timeout(ready - env.now)
-                t0 = env.now
-                yield from self._collective(g, i, dur_s, detail)
-                busy.append((t0, env.now))
-                rec.add(self.names["d2d"], "allreduce", t0, env.now, g, -1, 0, wire,
-                        _link_j(link, wire), detail)
-        self._comm_event(g).succeed()
-
-    def _collective(self, g: int, i: int, dur_s: float, detail: str
-                    ) -> Generator[Any, Any, None]:
-        """One all-reduce (bucket i, or all gradients if i < 0) of `dur_s`; across nodes its
-        cross-node phase, between the in-node reduce-scatter and all-gather, holds the NICs."""
-        costs, env = self.costs, self.env
-        net_s = (costs.allreduce_network_s if i < 0 else
-                 costs.bucket_network_s[i] if i < len(costs.bucket_network_s) else 0.0)
-        if net_s <= 0:
-            yield env.timeout(dur_s)
-            return
-        wire = (sum(costs.bucket_network_wire_bytes) if i < 0
-                else costs.bucket_network_wire_bytes[i])
-        yield env.timeout((dur_s - net_s) / 2)  # in-node reduce-scatter
-        with self.nic.request() as req:
-            yield req
-            t0 = env.now
-            yield env.timeout(net_s)
-            self.recorder.add(self.names["network"], "allreduce", t0, env.now, g, -1, 0, wire,
-                              _link_j(self.plan.system.network, wire), detail)
-        yield env.timeout((dur_s - net_s) / 2)  # in-node all-gather
+    # ------------------------------------------------------------------ compute
 
     def _compute(self, d: int, g: int, c: PhaseCost, samples: int
                  ) -> Generator[Any, Any, None]:
