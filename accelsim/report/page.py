@@ -109,8 +109,9 @@ def _setup(rec: dict[str, Any], ctx: Context, knobs: dict[str, Any]) -> str:
             ("data", f"{plan.dataset.name} from {plan.system.storage_count} x "
                      f"{plan.system.storage.name}"),
             ("input pipeline", f"{plan.io_threads} IO threads and {plan.prep_workers} prep "
-                               f"workers per accelerator ({plan.prep_cores} host cores for "
-                               f"preparation), prefetch {plan.prefetch_batches} batches, "
+                               f"workers per accelerator ({plan.prep_cores} of the host's "
+                               f"{plan.system.host.cores} cores free for preparation, the "
+                               f"rest the framework's), prefetch {plan.prefetch_batches} batches, "
                                f"GPUDirect {'on' if plan.gpudirect else 'off'}, "
                                f"{'pinned' if plan.pinned_memory else 'pageable'} memory"),
             ("all-reduce", f"{plan.allreduce}, "
