@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
 from accelsim.sim.api import run_simulation
 from accelsim.sim.knobs import make_config
@@ -82,10 +83,14 @@ def train_rows() -> list[str]:
                 f"{'yes' if recompute else 'no'} | {micro}x{m} |")
         mem = r["memory"]
         if not mem["fits"]:
-            out.append(f"{head} does not fit ({mem['required_bytes'] / 1e9:,.0f} GB) | | | |")
+            out.append(f"{head} does not fit ({mem['required_bytes'] / 1e9:,.0f} GB) | | | | | "
+                       "|")
             continue
+        tdp_w = load_profile(r["hardware"]["name"]).power.tdp_w
         out.append(f"{head} {r['step_time_s']:.2f} | {r['tokens_per_s']:,.0f} | "
-                   f"{r['mfu']:.1%} | {mem['required_bytes'] / 1e9:,.1f} |")
+                   f"{r['mfu']:.1%} | {mem['required_bytes'] / 1e9:,.1f} | "
+                   f"{r['energy_j_per_token']:.3f} | "
+                   f"{r['average_power_w'] / r['devices']:,.0f} of {tdp_w:g} |")
     return out
 
 
@@ -113,10 +118,12 @@ def main() -> None:
               "## Training steps", "",
               "bf16, sequences of 4096 tokens, pytorch-compiled; split tp x pp x dp (dp: the "
               "rest of the node's 8 GPUs); MFU counts 6 x params + attention per token, not "
-              "the recomputation.", "",
+              "the recomputation. Energy: the rows' device energies plus static power while a "
+              "GPU waits (bubble, communication); power: average per GPU, of its TDP.", "",
               "| model | system | split | ZeRO | recompute | micro-batch x count | step s | "
-              "tokens/s | MFU | GB per GPU |", "| --- | --- | --- | --- | --- | --- | --- | "
-              "--- | --- | --- |", *train_rows()]
+              "tokens/s | MFU | GB per GPU | J/token | W per GPU |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+              *train_rows()]
     text = "\n".join(lines) + "\n"
     print(text)
     if "--write" in sys.argv:

@@ -9,9 +9,8 @@ FFN columns split over `tp` GPUs; each layer ends its attention and its FFN with
 of the hidden states (two per layer), costed by the collective model of
 `accelsim.interconnect.nccl` over the system's GPU-to-GPU link (the algorithm NCCL would pick).
 By default the all-reduces sit on the critical path between layers (Megatron inference without
-communication overlap); `overlap_tp` runs them beside the compute, so a layer takes the longer
-of the two (NB: an upper bound on what overlap schemes such as TensorRT-LLM's or async TP's
-GEMM + all-reduce fusion reach).
+communication overlap); `overlap_tp` runs them beside the next layer's compute. Both are
+simulated layer by layer as SimPy events on the link (`accelsim.llm.tp_events`).
 Pipeline parallelism (GPipe, Huang et al. 2019, arXiv:1811.06965): layers split over `pp`
 stages; a step's batch runs as min(batch, pp) microbatches, activations cross each stage
 boundary point to point, and stages idle in the fill and drain (the bubble).

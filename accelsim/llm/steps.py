@@ -1,6 +1,6 @@
 """Whole-model prefill and decode steps on a TP x PP split: the shard costs of
-`accelsim.llm.costs` summed over a stage's layers, plus the TP all-reduces (two per layer) and
-the stage boundary, through the pipeline.
+`accelsim.llm.costs` summed over a stage's layers, plus the TP all-reduces (two per layer, as
+events on the link: `accelsim.llm.tp_events`) and the stage boundary, through the pipeline.
 
     model = StepModel(plat, lay)
     pre = model.prefill(batch=8, prompt=512)        # one batch's prefill: the TTFT
@@ -22,6 +22,7 @@ import numpy as np
 
 from accelsim.llm.costs import Platform, ShapeCost, shape_costs
 from accelsim.llm.parallel import Layout
+from accelsim.llm.tp_events import ExposedCache
 from accelsim.llm.work import SKINNY_ROW_MULTIPLE, Step
 
 ALLREDUCES_PER_LAYER = 2  # after attention and after the FFN (Megatron-LM)
@@ -62,6 +63,10 @@ class StepModel:
         self.plat, self.lay = plat, lay
         # the stack's host time per step (scheduling, sampling), serial with the GPUs
         self.step_overhead_s = float(plat.stack.host_per_step_s)
+        # the layer's collectives as events: two all-reduces, or with expert parallelism the
+        # attention's all-reduce and the experts' dispatch and combine all-to-alls
+        per_layer = 3 if plat.expert_parallel else ALLREDUCES_PER_LAYER
+        self.events = ExposedCache(lay.layers_per_stage, per_layer, lay.overlap_tp)
 
     def _parts(self, steps: list[Step], layer_part: str = "layer") -> dict[str, ShapeCost]:
         return {part: shape_costs(self.plat, steps, part)
@@ -79,15 +84,15 @@ class StepModel:
             layer_s = ALLREDUCES_PER_LAYER * self.lay.allreduce_s(msg)
         return layer_s, self.lay.p2p_s(msg)
 
-    def _stage_s(self, layer_s: float, embed_s: float, head_s: float, tokens: float,
-                 comm: tuple[float, float] | None = None) -> float:
-        """The largest stage: its layers with their all-reduces (after each layer's compute,
-        or beside it when the layout overlaps them), the ends it holds, and the hand-over to
-        the next stage. `comm`: (all-reduces, hand-over) if already known."""
+    def _stage_s(self, phase: str, layer_s: float, embed_s: float, head_s: float,
+                 tokens: float, comm: tuple[float, float] | None = None) -> float:
+        """The largest stage: its layers with their all-reduces as events (after each layer's
+        compute, or beside the next layer's when the layout overlaps them:
+        `accelsim.llm.tp_events`), the ends it holds, and the hand-over to the next stage.
+        `comm`: (a layer's collectives, hand-over) if already known."""
         ar_s, p2p_s = self._comm_s(tokens) if comm is None else comm
         ends = embed_s + head_s if self.lay.pp == 1 else max(embed_s, head_s)
-        layer = max(layer_s, ar_s) if self.lay.overlap_tp else layer_s + ar_s
-        return self.lay.layers_per_stage * layer + ends + p2p_s
+        return self.events.layers_s(phase, tokens, layer_s, ar_s) + ends + p2p_s
 
     def _energy_j(self, parts: dict[str, ShapeCost], key: str, i: int, micro: int) -> float:
         """Every GPU's energy for all microbatches: each TP rank runs one shard of every
@@ -101,7 +106,7 @@ class StepModel:
         m = self.lay.microbatches(batch)
         step = prefill_step(-(-batch // m), prompt)
         parts = self._parts([step])
-        stage_s = self._stage_s(parts["layer"].time_s[0], parts["embed"].time_s[0],
+        stage_s = self._stage_s("prefill", parts["layer"].time_s[0], parts["embed"].time_s[0],
                                 parts["head"].time_s[0], step.tokens)
         pp = self.lay.pp
         flops = self.plat.tp * m * (self.plat.cfg.n_layers * parts["layer"].matmul_flops[0]
@@ -167,7 +172,8 @@ class DecodeTable:
         layer_s = self._at(self.lin["s"], b) + float(
             np.interp(context_tokens / m, self.grid, self.att["s"]))
         stage_s = self.model._stage_s(
-            layer_s, self._at(self.ends["embed_s"], b), self._at(self.ends["head_s"], b), b,
+            "decode", layer_s, self._at(self.ends["embed_s"], b),
+            self._at(self.ends["head_s"], b), b,
             (self._at(self.comm["ar"], b), self._at(self.comm["p2p"], b)))
         return self.model.lay.pp * stage_s + self.model.step_overhead_s
 
@@ -258,7 +264,8 @@ class PrefillTable:
         head = float(np.interp((seqs + decoding) / m, self.seqs, part["head"]))
         if kind == "j":
             return model.plat.tp * m * (model.plat.cfg.n_layers * layer + embed + head)
-        stage_s = model._stage_s(layer, embed, head, (tokens + decoding) / m)
+        phase = "mixed" if decoding else "prefill"
+        stage_s = model._stage_s(phase, layer, embed, head, (tokens + decoding) / m)
         return model.lay.pp * stage_s + model.step_overhead_s
 
     def step_s(self, tokens: int, seqs: int, pairs: float) -> float:

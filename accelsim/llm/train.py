@@ -4,7 +4,7 @@ the device's class model.
 
     out = train_step(plat, lay, TrainSplit(dp=4, micro_batch=1, seq=4096, microbatches=8,
                                            zero=1, recompute=False), capacity_bytes=80e9)
-    out["tokens_per_s"], out["mfu"], out["memory"]
+    out["tokens_per_s"], out["mfu"], out["memory"], out["energy_j_per_token"]
 
 A step: `microbatches` micro-batches of `micro_batch` sequences of `seq` tokens per replica
 (gradient accumulation, and the pipeline's microbatches), each forward then backward (with full
@@ -20,6 +20,9 @@ parameter (2 weights, 2 gradients, 12 fp32 master, momentum and variance); stage
 12 over the replicas, stage 2 the gradients too, stage 3 the weights too. Stages 0-2 exchange
 2 x the gradient bytes (all-reduce, or reduce-scatter + all-gather: the same volume); stage 3
 adds an all-gather of the weights in each forward and backward.
+Energy: the rows' energies from the device model (dynamic plus static power over each row, each
+row within the TDP) for the work every GPU does, plus static power while it waits
+(`_step_energy_j`); average power is every GPU's together, as for inference.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from accelsim.devices.estimate import power_limits_w
 from accelsim.devices.software import DEFAULT
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.nccl import AUTO, collective_time_s
@@ -92,9 +96,9 @@ def _params_per_gpu(plat: Platform, lay: Layout) -> float:
     return lay.layers_per_stage * shard_layer_params(plat) + shard_embedding_params(plat, lay)
 
 
-def _optimizer_s(plat: Platform, params: float) -> float:
-    """The Adam update of `params` (read and write fp32 master, moments and the 16-bit copy),
-    costed as one memory-bound row."""
+def _optimizer(plat: Platform, params: float) -> tuple[float, float]:
+    """(seconds, joules of one GPU) of the Adam update of `params` (read and write fp32 master,
+    moments and the 16-bit copy), costed as one memory-bound row."""
     bytes_ = params * (ADAM_BYTES + WEIGHT_BYTES + GRAD_BYTES)
     work = pd.DataFrame([("optimizer", "adam_update", "optimizer", False,
                           params * ADAM_FLOPS_PER_PARAM, bytes_, bytes_ - params * GRAD_BYTES,
@@ -102,7 +106,8 @@ def _optimizer_s(plat: Platform, params: float) -> float:
                                               "read_bytes", "write_bytes", "weight_bytes",
                                               "op_index"])
     gemms = pd.DataFrame(columns=["op_index", "m", "n", "k", "count"])
-    return float(cost_frames(plat, work, gemms)["time_s"].sum())
+    done = cost_frames(plat, work, gemms)
+    return float(done["time_s"].sum()), float(done["energy_j"].sum())
 
 
 def _dp_comm_s(lay: Layout, split: TrainSplit, params: float) -> float:
@@ -159,9 +164,13 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit,
     split.check()
     work, gemms = _micro_rows(plat, split)
     done = cost_frames(plat, work.drop(columns="shape"), gemms).assign(shape=work["shape"])
-    by = done.groupby(["shape", "phase"])["time_s"].sum()
-    fwd = {s: float(by.get((s, "forward"), 0.0)) for s in (0, 1)}
-    bwd = {s: float(by.get((s, "backward"), 0.0)) for s in (0, 1)}
+    by = done.groupby(["shape", "phase"])[["time_s", "energy_j"]].sum()
+
+    def part(shape: int, phase: str, col: str = "time_s") -> float:
+        return float(by[col].get((shape, phase), 0.0))
+
+    fwd = {s: part(s, "forward") for s in (0, 1)}
+    bwd = {s: part(s, "backward") for s in (0, 1)}
     tokens = split.micro_batch * split.seq
     msg = tokens * plat.cfg.d_model * plat.formats.act_bytes
     passes = 3 if split.recompute else 2  # forward, backward (and forward again)
@@ -171,8 +180,9 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit,
     m, pp = split.microbatches, lay.pp
     params = _params_per_gpu(plat, lay)
     dp_s = _dp_comm_s(lay, split, params)
-    opt_s = _optimizer_s(plat, params / (split.dp if split.zero >= 1 else 1))
+    opt_s, opt_j = _optimizer(plat, params / (split.dp if split.zero >= 1 else 1))
     step_s = (m + pp - 1) * stage_s + dp_s + opt_s
+    energy_j = _step_energy_j(plat, lay, split, part, step_s, opt_s, opt_j)
     forward = done[(done["phase"] == "forward") & done["matmul"]]
     fwd_flops = (plat.cfg.n_layers * forward.loc[forward["shape"] == 0, "flops"].sum()
                  + forward.loc[forward["shape"] == 1, "flops"].sum()) * plat.tp
@@ -191,7 +201,29 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit,
         "memory": train_memory(plat, lay, split, capacity_bytes),
         "forward_s_per_layer": fwd[0], "backward_s_per_layer": bwd[0],
         "flops_per_token": float(np.float64(model_flops / step_tokens)),
+        "energy_j": energy_j, "energy_j_per_token": energy_j / step_tokens,
+        "average_power_w": energy_j / step_s,
     }
+
+
+def _step_energy_j(plat: Platform, lay: Layout, split: TrainSplit, part: Any, step_s: float,
+                   opt_s: float, opt_j: float) -> float:
+    """Joules of one step, every GPU of every replica: the rows' energies (dynamic plus static
+    power over each row's time, within the TDP by the cost model) for each layer's shard on its
+    TP ranks and each micro-batch, the optimizer on every GPU, and static power over the rest
+    of the step (pipeline bubble, TP and DP communication, the other stages' ends). NB: the
+    links' own energy is not charged; a GPU idling in the bubble draws static power."""
+    passes = 2 if split.recompute else 1  # forward again before the backward
+    layer = {col: passes * part(0, "forward", col) + part(0, "backward", col)
+             for col in ("time_s", "energy_j")}
+    ends = {col: part(1, "forward", col) + part(1, "backward", col)
+            for col in ("time_s", "energy_j")}
+    shards = plat.tp * split.dp * split.microbatches  # shard-runs of the model per step
+    gpus = lay.gpus * split.dp
+    busy_j = shards * (plat.cfg.n_layers * layer["energy_j"] + ends["energy_j"]) + gpus * opt_j
+    busy_s = shards * (plat.cfg.n_layers * layer["time_s"] + ends["time_s"]) + gpus * opt_s
+    static_w = power_limits_w(plat.profile)[1]
+    return busy_j + static_w * max(gpus * step_s - busy_s, 0.0)
 
 
 def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_bytes: float,
@@ -244,10 +276,9 @@ def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_by
             "bottleneck_detail": "raise tp, pp or the ZeRO stage, recompute, or shrink batch"}
     comm = out["tp_comm_s"] + out["dp_comm_s"]
     kind = "communication" if comm > 0.3 * out["step_time_s"] else "compute"
-    notes.append("energy is not modelled for decoder training steps")
     return record | out | {
         "throughput_samples_per_s": out["tokens_per_s"] / seq, "latency_s": out["step_time_s"],
-        "energy_j_per_sample": None, "average_power_w": None, "bottleneck": kind,
+        "energy_j_per_sample": out["energy_j_per_token"] * seq, "bottleneck": kind,
         "bottleneck_detail": (f"TP all-reduces {out['tp_comm_s']:.3g} s, DP exchange "
                               f"{out['dp_comm_s']:.3g} s, pipeline bubble "
                               f"{out['pipeline_bubble']:.0%} of a {out['step_time_s']:.3g} s "
