@@ -97,9 +97,14 @@ def _headline_lines(r: dict[str, Any]) -> list[str]:
         lines.append(f"  clock        {clock['sustained_mhz']:,.0f} MHz sustained of "
                      f"{clock['rated_mhz']:,.0f} rated (power-limited "
                      f"{clock['power_limited_time_share']:.0%} of the time)")
+    e_j = r["energy_j_per_sample"]
+    energy = f"{e_j * 1e3:.3f} mJ/sample" if e_j < 10 else f"{e_j:,.1f} J/sample"
+    if r.get("energy_j_per_token") is not None:  # decoder training: samples are long
+        energy += f" ({r['energy_j_per_token']:.3g} J/token)"
+    per_j_fmt = ".2f" if per_j is None or per_j >= 0.01 else ".3g"
     return lines + [
-        f"  energy       {r['energy_j_per_sample'] * 1e3:.3f} mJ/sample, {power:.0f} W average"
-        f"{_split(r)}, {_num(per_j, '.2f', ' samples/J')}",
+        f"  energy       {energy}, {power:.0f} W average"
+        f"{_split(r)}, {_num(per_j, per_j_fmt, ' samples/J')}",
     ]
 
 
