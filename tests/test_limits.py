@@ -90,3 +90,13 @@ def test_a_fifo_is_refused_without_hanging(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "accelsim.cli", "simulate", str(fifo), "--hw",
                            "a100"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "not a regular file" in proc.stderr
+
+
+def test_a_depthwise_topology_row_with_too_many_channels_is_refused(capsys, tmp_path):
+    # SCALE-Sim splits a depthwise ("DP") row into one layer per channel: 16.7 M channels
+    # (any count's ceiling) would build 16.7 M layers (minutes, tens of GB).
+    path = tmp_path / "dp.csv"
+    path.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
+                    "Channels, Num Filter, Strides,\nConvDP1, 4, 4, 3, 3, 10001, 1, 1,\n")
+    err = one_line_error(capsys, "describe", str(path))
+    assert "ConvDP1" in err and "10,000" in err

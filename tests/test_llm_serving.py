@@ -49,6 +49,12 @@ def test_every_request_is_served_once_in_order_even_under_preemption(batching):
         assert out.preemptions > 0 and out.peak_blocks <= 40
 
 
+def test_a_prompt_that_can_never_fit_the_kv_blocks_is_an_error_not_a_hang():
+    req = Requests(np.array([0.0]), np.array([100]), np.array([4]))
+    with pytest.raises(AccelsimError, match="needs 7 KV blocks; the engine has 2"):
+        Engine(_costs(), req, 8, 2).run()  # 101 tokens: 7 blocks of 16
+
+
 def test_continuous_batching_beats_static_on_latency_under_load():
     rec = {b: run("llama2_7b", "a100", mode="serve", rate=4.0, requests=300,
                   prompt_tokens=256, output_tokens=64, max_batch=32, batching=b,

@@ -62,14 +62,17 @@ def test_bad_rows_are_listed_with_their_reason(tmp_path: Path,
            "hw,10,nosuch-gpu,pytorch-eager,resnet50,infer,1,fp32,latency\n"
            "batch,10,dgx-1,pytorch-eager,resnet50,infer,0,fp32,latency\n"
            "model,10,dgx-1,pytorch-eager,nosuch-model,infer,1,fp32,latency\n"
-           "prec,10,tpu-v1,default,resnet50,infer,1,bf16,latency\n")
+           "prec,10,tpu-v1,default,resnet50,infer,1,bf16,latency\n"
+           "nobatch,10,dgx-1,pytorch-eager,resnet50,infer,,fp32,latency\n"
+           "hugebatch,10,dgx-1,pytorch-eager,resnet50,infer,99999999999999,fp32,latency\n")
     path = tmp_path / "m.csv"
     path.write_text(head + good + bad)
     assert main(["validate", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "1 rows predicted" in out and "5 rows not expressed" in out
+    assert "1 rows predicted" in out and "7 rows not expressed" in out
     for name, reason in (("nan", "'abc'"), ("hw", "nosuch-gpu"), ("batch", ">= 1"),
-                         ("model", "nosuch-model"), ("prec", "bf16")):
+                         ("model", "nosuch-model"), ("prec", "bf16"), ("nobatch", "empty"),
+                         ("hugebatch", "<= 1,048,576")):
         assert any(line.strip().startswith(f"{name}:") and reason in line
                    for line in out.splitlines()), name
 

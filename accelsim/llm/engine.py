@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from accelsim.errors import AccelsimError
 from accelsim.llm.memory import BLOCK_TOKENS
 
 BATCHING = ("continuous", "static")
@@ -162,6 +163,12 @@ class Engine:
                 yield env.timeout(req.arrival_s[nxt] - env.now)
                 continue
             pieces, used = self._admit(waiting, partial, redo, len(ids), used)
+            if not pieces and len(ids) == 0:
+                # nothing runs and nothing frees blocks: the head of the queue never fits
+                r = waiting[0]
+                raise AccelsimError(
+                    f"request {r} needs {_blocks(int(req.prompt[r]) + redo.get(r, 0) + 1)} KV "
+                    f"blocks; the engine has {self.kv_blocks}")
             shape = _prefill_shape(pieces)
             decoding = len(ids) > 0 and (self.chunk_tokens is not None or not pieces)
             if decoding:

@@ -34,6 +34,7 @@ from pathlib import Path
 from accelsim.devices.software import DEFAULT
 from accelsim.devices.stack_fit import Row
 from accelsim.errors import AccelsimError, DataFileError
+from accelsim.physical import MAX_BATCH, MAX_STEPS, input_ceiling
 from accelsim.schema import read_text_file
 
 REQUIRED = ("value", "sim_profile", "sim_software", "sim_model", "sim_mode", "sim_batch",
@@ -44,17 +45,22 @@ METRICS = ("throughput", "latency")
 OPTIMIZERS = ("sgd", "momentum", "adam")
 
 
-def _whole(text: str, column: str, default: int | None = None) -> int | None:
-    if not text.strip() and default is not None:
-        return default
+def _whole(text: str, column: str, high: int, default: int | None = None,
+           required: bool = False) -> int | None:
+    """A count in [1, `high`] (the ceilings of the matching knobs, `accelsim.physical`); an
+    empty cell is `default`, or refused where the column is `required`."""
     if not text.strip():
-        return None
+        if required:
+            raise ValueError(f"{column} is empty: a whole number >= 1 is needed")
+        return default
     try:
         n = int(text)
     except ValueError:
         raise ValueError(f"{column} {text!r} is not a whole number") from None
     if n < 1:
         raise ValueError(f"{column} {n} must be >= 1")
+    if n > high:
+        raise ValueError(f"{column} {n} must be <= {high:,}")
     return n
 
 
@@ -95,9 +101,10 @@ def row_from(cells: dict[str, str], line: int) -> Row:
     precision = get_format(get["sim_precision"]).name  # UnknownNameError names the choices
     precision = "fp8" if precision.startswith("fp8") else precision
     device, system = _system_or_device(get["sim_profile"])
-    return Row(get["sim_model"], _whole(get["sim_seq_len"], "sim_seq_len"),
-               _whole(get["sim_batch"], "sim_batch"),
-               _whole(get["sim_accumulation"], "sim_accumulation", 1), precision,
+    seq_len = _whole(get["sim_seq_len"], "sim_seq_len", input_ceiling("seq_len"))
+    return Row(get["sim_model"], seq_len,
+               _whole(get["sim_batch"], "sim_batch", MAX_BATCH, required=True),
+               _whole(get["sim_accumulation"], "sim_accumulation", MAX_STEPS, 1), precision,
                get["sim_mode"], optimizer, get["sim_metric"], id=get["id"] or f"row {line}",
                device=device, system=system, stack=get["sim_software"] or DEFAULT,
                measured=measured, workload=get["sim_profile"])

@@ -27,7 +27,7 @@ import math
 from pathlib import Path
 
 from accelsim.errors import ConfigError, DataFileError, ShapeError
-from accelsim.physical import MAX_COUNT
+from accelsim.physical import MAX_COUNT, MAX_LAYERS
 from accelsim.schema import read_text_file
 from accelsim.workload.graph import Graph, GraphBuilder
 
@@ -60,6 +60,10 @@ def read_graph(path: Path, **knobs: int) -> Graph:
                 outputs.append(_gemm_layer(g, name, *values))
             elif "DP" in name:
                 h, w, r, s, c, f, stride = values
+                if c > MAX_LAYERS:  # one layer per channel: bound the graph it builds
+                    raise ConfigError(src, f"row {number} ({name}).Channels", c,
+                                      f"a depthwise row builds one layer per channel: at "
+                                      f"most {MAX_LAYERS:,}")
                 outputs += [_conv_layer(g, f"{name}Channel_{ch}", h, w, r, s, 1, f, stride)
                             for ch in range(c)]
             else:
@@ -96,11 +100,6 @@ def _values(src: str, number: int, name: str, cells: list[str], columns: tuple[s
                               f"must be from 1 to {MAX_COUNT:,}")
         out.append(value)
     return out
-
-
-def scalesim_output_size(size: int, kernel: int, stride: int) -> int:
-    """SCALE-Sim's output size along one axis: ceil((size - kernel + stride) / stride)."""
-    return math.ceil((size - kernel + stride) / stride)
 
 
 def _padding_for(size: int, kernel: int, stride: int) -> int:
