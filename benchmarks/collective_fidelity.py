@@ -36,6 +36,7 @@ from statistics import median
 
 import multinode_rows
 import pandas as pd
+from report_io import emit
 
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.run import simulate_training
@@ -373,10 +374,7 @@ def main(argv: list[str]) -> None:
     multi = multinode_rows.multinode_rows(cases, csv, memo_throughput)
     prep = multinode_rows.prep_rows(table, cases, memo_throughput)
     text = report(table, before, multi, prep)
-    print(text)
-    if "--write" in argv:
-        RESULTS.write_text(text, encoding="utf-8")
-        print(f"wrote {RESULTS}")
+    emit(text, RESULTS, argv)
 
 
 if __name__ == "__main__":

@@ -84,7 +84,10 @@ def main(argv: list[str]) -> None:
         "'decoding share of device time' = accelerators busy - AU (the SMs decoding instead "
         "of training).", "", *placement_rows(), "",
         "## DGX-1 with MXNet + DALI (GPU decode) vs the model", "", *dali_rows(), "",
-        "Nothing is fitted to these rows. With GPU decode the fp16 prediction moves further "
+        "Nothing is fitted to these rows (8-GPU rows, outside the fit set), but the GPU and "
+        "mxnet stack factors were fitted on their 1-GPU counterparts (DLE-MX-RN50-007 / -008), "
+        "so these errors test the multi-GPU and decode parts, not the per-GPU speed. With "
+        "GPU decode the fp16 prediction moves further "
         "below the measurement than with CPU decode: DALI overlaps its decode kernels with "
         "training on other streams and can keep Huffman decoding on the CPU, where this "
         "model gives the SMs to decoding alone (an upper bound on its cost), and the V100 SM "

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from report_io import emit
 
 from accelsim.sim.api import run_simulation
 from accelsim.sim.knobs import make_config
@@ -120,10 +121,7 @@ def main(argv: list[str]) -> None:
              "is the figure to read.", "", "## validate on workloads/validate-example.csv", "",
              *validate_rows(), ""]
     text = "\n".join(lines)
-    print(text)
-    if "--write" in argv:
-        RESULTS.write_text(text, encoding="utf-8")
-        print(f"wrote {RESULTS}")
+    emit(text, RESULTS, argv)
 
 
 if __name__ == "__main__":

@@ -231,6 +231,24 @@ def test_reduce_scatter_and_all_gather_across_nodes() -> None:
         assert total == pytest.approx(half_ring_s(k, M, big, nvs.latency_s) + expect_net)
 
 
+def test_all_to_all_across_nodes() -> None:
+    """Of an M-byte buffer, (k-1)/(N k) stays in the node (pairwise over NVSwitch, k-1
+    rounds) and (N-1)/N crosses the network (pairwise, N-1 rounds); the phases add."""
+    dgx = load_system("dgx-a100")
+    nodes, k = 4, dgx.device_count
+    fab = fabric(dgx, nodes)
+    nvs = dgx.device_to_device
+    big = achievable(nvs).bandwidth_bytes_per_s
+    total, net_s, algo = multinode_time_s("alltoall", "auto", fab, M)
+    expect_net = half_ring_s(nodes, M, fab.network_bandwidth_bytes_per_s, fab.network_latency_s)
+    expect_intra = (k - 1) / (nodes * k) * M / big + (k - 1) * nvs.latency_s
+    assert algo == "p2p" and net_s == pytest.approx(expect_net)
+    assert total == pytest.approx(expect_intra + expect_net)
+    intra_b, net_b = multinode_wire_bytes("alltoall", "p2p", fab, M)
+    assert intra_b == pytest.approx((k - 1) * M)
+    assert net_b == pytest.approx(nodes * k * (nodes - 1) / nodes * M)
+
+
 def test_simulate_json_counts_every_node(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "mlp", "--mode", "train", "--hw", "dgx-a100", "--nodes", "2",
                  "--steps", "3", "--json"]) == 0

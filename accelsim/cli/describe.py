@@ -67,9 +67,10 @@ def describe(workload: str, batch: int | None, precision: str | None, seq_len: i
         layers = layers.assign(rel_error=[per_layer.get(n) for n in layers["name"]])
         if timed:
             from accelsim.calibrate.timing import measure_beside_prediction
+            from accelsim.devices.software import DEFAULT
 
             timing, per_op = measure_beside_prediction(graph, sc.batch_size, sc.precision, hw,
-                                                       software or "default", repeat, cpu_time)
+                                                       software or DEFAULT, repeat, cpu_time)
             out.update(timing)
             layers = layers.merge(per_op, on="name", how="left")
     if as_json:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import pandas as pd
 
 from accelsim.cli.common import cli, echo_json
 
@@ -63,14 +62,14 @@ def validate(measurements: str, do_fit: bool, out_dir: str, folds: int, by_devic
         result = fit_rows(rows, folds, by_device)
         written = write_calibrated(result, Path(out_dir), Path(measurements).name)
         record["fit"] = {**summary(result), "written": [str(p) for p in written]}
-        lines += _fit_lines(result, written, pd.DataFrame(rows))
+        lines += _fit_lines(result, written, sorted({r.device for r in rows}))
     if as_json:
         echo_json(record)
         return
     click.echo("\n".join(lines))
 
 
-def _fit_lines(result, written: list[Path], rows: pd.DataFrame) -> list[str]:  # noqa: ANN001
+def _fit_lines(result, written: list[Path], devices: list[str]) -> list[str]:  # noqa: ANN001
     held = result.held_out
     lines = ["", f"fit on {result.rows} GPU rows ({', '.join(result.stacks)}): in-sample median "
              f"|error| {_pct(result.in_sample['median_abs_error'])}, worst "
@@ -85,7 +84,6 @@ def _fit_lines(result, written: list[Path], rows: pd.DataFrame) -> list[str]:  #
         lines.append("held out: nothing to hold out (one row, or one device with --by-device)")
     lines += [f"  {n} = {result.params[n]:.4g}" for n in result.free]
     lines += [f"  left out of the fit: {i}: {why}" for i, why in result.left_out]
-    device = sorted(set(rows["device"])) if len(rows) else []
-    lines += [f"wrote {p} (use: --hw {' or '.join(device) or 'PROFILE'} --software {p}; the "
+    lines += [f"wrote {p} (use: --hw {' or '.join(devices) or 'PROFILE'} --software {p}; the "
               "GPU class factors are folded into its modifiers)" for p in written]
     return lines

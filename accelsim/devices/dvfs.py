@@ -1,8 +1,9 @@
 """Sustained clocks under the power limit (DVFS): the clock, and the voltage with it, drops until
 each kernel's power fits the board's limit; time and energy follow.
 
-    f, time_s, dyn_j = throttle(group, compute_s, memory_s, overhead_s, die_j, offchip_j,
-                                headroom_w=tdp_w - static_w, voltage_floor=0.7)
+    f, time_s, dyn_j, stretch_s = throttle(group, compute_s, memory_s, overhead_s, die_j,
+                                           offchip_j, headroom_w=tdp_w - static_w,
+                                           voltage_floor=0.7)
 
 Per kernel (a row and the rows fused into it, `group`), at a clock fraction f of the rated
 (boost) clock:
@@ -25,7 +26,7 @@ MIN_CLOCK_FRACTION = 0.05  # NB: the lowest DVFS state searched, below any liste
 _ITERATIONS = 40  # bisection steps: 2^-40 of the clock range
 
 
-def _parts(group: np.ndarray, f_row: np.ndarray, compute_s: np.ndarray, memory_s: np.ndarray,
+def _parts(f_row: np.ndarray, compute_s: np.ndarray, memory_s: np.ndarray,
            overhead_s: np.ndarray, die_j: np.ndarray, offchip_j: np.ndarray,
            voltage_floor: float) -> tuple[np.ndarray, np.ndarray]:
     """(time, dynamic energy) of every row at its clock fraction `f_row`."""
@@ -48,7 +49,7 @@ def throttle(group: np.ndarray, compute_s: np.ndarray, memory_s: np.ndarray,
 
     def excess_j(f_group: np.ndarray) -> np.ndarray:
         """Per kernel: energy - headroom x time at its clock (> 0: over the limit)."""
-        t, e = _parts(group, f_group[group], compute_s, memory_s, overhead_s, die_j, offchip_j,
+        t, e = _parts(f_group[group], compute_s, memory_s, overhead_s, die_j, offchip_j,
                       voltage_floor)
         return (np.bincount(group, weights=e, minlength=n)
                 - headroom_w * np.bincount(group, weights=t, minlength=n))
@@ -66,7 +67,7 @@ def throttle(group: np.ndarray, compute_s: np.ndarray, memory_s: np.ndarray,
     # lo fits wherever any clock in the range does; at MIN_CLOCK_FRACTION it may not
     f_group = np.where(over, lo, 1.0)
     f_row = np.where(capped, f_group[group], 1.0)
-    time_s, dyn_j = _parts(group, f_row, compute_s, memory_s, overhead_s, die_j, offchip_j,
+    time_s, dyn_j = _parts(f_row, compute_s, memory_s, overhead_s, die_j, offchip_j,
                            voltage_floor)
     left_j = excess_j(f_group)
     stretch_s = np.where(over & (left_j > 0), left_j / headroom_w, 0.0)

@@ -215,7 +215,7 @@ def _clock(est: DeviceEstimate, rated_hz: float | None) -> dict[str, Any]:
     """Rated and sustained clock (time-weighted over the step) and the share of time spent
     power-limited."""
     t = est.layers["time_s"]
-    limited = float(t[est.layers.get("clock_fraction", 1.0) < 1].sum() / t.sum()) if (
+    limited = float(t[est.layers["clock_fraction"] < 1].sum() / t.sum()) if (
         "clock_fraction" in est.layers and t.sum() > 0) else 0.0
     frac = est.sustained_clock_fraction
     return {"rated_mhz": None if rated_hz is None else rated_hz / 1e6,

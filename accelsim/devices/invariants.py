@@ -285,8 +285,8 @@ def _graph_problem(graph: Graph) -> str | None:
         op = graph.ops[int(i)]
         inputs = float(sum(elems[t] for t in op.inputs))
         out = float(elems[op.name])
-        scratch_ok = op.kind.value in LOOKUP_OPS or read - inputs == write - out
         partial = op.kind.value in LOOKUP_OPS
+        scratch_ok = partial or read - inputs == write - out
         if (read < inputs and not partial) or write < out or not scratch_ok:
             return (f"op '{op.name}' ({op.kind.value}) reads {read:g} elements of inputs "
                     f"holding {inputs:g} and writes {write:g} for an output of {out:g}")

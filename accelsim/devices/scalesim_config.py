@@ -34,6 +34,7 @@ from accelsim.devices.energy import energy_constants
 from accelsim.devices.profile import parse_profile
 from accelsim.devices.profile_types import DeviceProfile, SramSpec
 from accelsim.errors import ConfigError, DataFileError
+from accelsim.interconnect.links import load_link
 from accelsim.schema import read_text_file
 
 ARRAY = "architecture_presets"
@@ -44,7 +45,7 @@ KB_BYTES = 1024  # SCALE-Sim's kB (single_layer_sim.py: 1024 * ifmap_buf_size_kb
 ASSUMED_CLOCK_MHZ = 1000.0
 ASSUMED_DRAM = "ddr4"
 ASSUMED_CAPACITY_GIB = 1024
-ASSUMED_HOST_LINK = ("pcie-gen4-x16", 31.5)  # kind, GB/s per direction (PCIe 4.0 x16)
+ASSUMED_HOST_LINK = "pcie-gen4-x16"  # its bandwidth: hw_profiles/links/
 TDP_HEADROOM = 4.0  # the power envelope over the 45 nm peak power: the array never throttles
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 _FILE = "defined: SCALE-Sim .cfg"
@@ -160,7 +161,8 @@ def _profile_table(path: Path, rows: int, cols: int, dataflow: str, kib: dict[st
         "offchip_memory.capacity_gib": f"{assumed} has no DRAM capacity",
         "offchip_memory.bandwidth_gb_s": (f"derived: {key} Bandwidth (words per cycle per "
                                           "operand port, 1-byte words) x 3 ports x clock"),
-        "host_link.bandwidth_gb_s": f"{assumed} has no host",
+        "host_link.bandwidth_gb_s": (f"{assumed} has no host: hw_profiles/links/"
+                                     f"{ASSUMED_HOST_LINK}.toml per direction"),
         "power.tdp_w": (f"{assumed} models no power: {TDP_HEADROOM:g} x the 45 nm MAC power at "
                         "peak plus DRAM at the ports' rate, so that the array never throttles"),
     }
@@ -175,7 +177,8 @@ def _profile_table(path: Path, rows: int, cols: int, dataflow: str, kib: dict[st
         "onchip_memory": {"unified_buffer_kib": sum(kib.values())},
         "offchip_memory": {"technology": ASSUMED_DRAM, "capacity_gib": ASSUMED_CAPACITY_GIB,
                            "bandwidth_gb_s": dram_gb_s},
-        "host_link": {"kind": ASSUMED_HOST_LINK[0], "bandwidth_gb_s": ASSUMED_HOST_LINK[1]},
+        "host_link": {"kind": ASSUMED_HOST_LINK,
+                      "bandwidth_gb_s": load_link(ASSUMED_HOST_LINK).bandwidth_bytes_per_s / 1e9},
         "power": {"tdp_w": tdp_w},
         "sources": sources,
     }

@@ -242,8 +242,8 @@ def fit(rows: list[Row], parts: Parts, row_case: np.ndarray,
     p = dict(start or initial_params())
     names = free_params(rows)
     measured = np.array([r.measured for r in rows])
+    host_free = [n for n in names if n.endswith(".kernel_us")]
     for stack in {r.stack for r in rows} - {"triton"}:
-        host_free = [n for n in names if n.endswith(".kernel_us")]
         if f"{stack}.kernel_us" not in names and host_free:  # too few host-bound rows
             for kind in ("kernel_us", "step_us"):  # the fitted stacks' median
                 p[f"{stack}.{kind}"] = float(np.median(

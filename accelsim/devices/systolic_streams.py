@@ -82,13 +82,6 @@ class DiagonalLayout(Blocks):
         d = (block + 1) * self.rows - 1 + col
         return int(self.before[d]) + self.rank(d, col)
 
-    def offsets(self, block: int, positions: np.ndarray) -> np.ndarray:
-        """Skew offsets t + c of the block's words at (or just after) `positions`: the cycles
-        after the fold's streaming start at which the array asks for them."""
-        d = np.searchsorted(self.before, positions, side="right") - 1
-        span = self.rows + self.width_of(block) - 2
-        return np.clip(d - block * self.rows, 0, span)
-
 
 def _column_hits(d: np.ndarray, c0: int, c1: int, rows: int) -> np.ndarray:
     """Per anti-diagonal d, the columns c in [c0, c1) with a row d - c in [0, rows)."""

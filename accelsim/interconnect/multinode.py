@@ -151,7 +151,7 @@ def multinode_time_s(op: str, algorithm: str, fab: Fabric, message_bytes: float
         return _intra_s(op, fab, message_bytes) + net_s, net_s, "ring"
     if op == "alltoall":
         n = fab.devices
-        net_s = (nodes - 1) / nodes * message_bytes / bw + (nodes - 1) * lat
+        net_s = ring_gather_time_s(nodes, message_bytes, bw, lat)  # pairwise across nodes
         in_node = (k - 1) / n * message_bytes
         intra_s = 0.0
         if k > 1 and fab.intra is not None:

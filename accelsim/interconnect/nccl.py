@@ -23,14 +23,8 @@ import pandas as pd
 
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.errors import AccelsimError
-from accelsim.interconnect.collectives import (
-    bus_factor,
-    op_algorithms,
-    wire_bytes,
-)
-from accelsim.interconnect.collectives import (
-    collective_time_s as closed_form_s,
-)
+from accelsim.interconnect.collectives import bus_factor, op_algorithms
+from accelsim.interconnect.collectives import collective_time_s as closed_form_s
 from accelsim.interconnect.links import Link
 
 AUTO = "auto"
@@ -104,12 +98,6 @@ def collective_time_s(op: str, algorithm: str, n_devices: int, message_bytes: fl
              for a in options}
     best = min(times, key=lambda a: (times[a], options.index(a)))
     return times[best], best
-
-
-def collective_wire_bytes(op: str, algorithm: str, n_devices: int,
-                          message_bytes: float) -> float:
-    """Bytes on the links, all devices together (link energy)."""
-    return wire_bytes(op, algorithm, n_devices, message_bytes)
 
 
 def parse_sizes(text: str) -> list[int]:

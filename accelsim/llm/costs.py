@@ -132,7 +132,7 @@ def _dequant(plat: Platform, work: pd.DataFrame, gemm_rows_m: np.ndarray) -> np.
     """Vector FLOPs of dequantising each row's weights inside its GEMM kernel (0 unless the
     weights are quantised). NB: every tile row of the output dequantises its weight tile
     again: ceil(tokens / tile_m) passes."""
-    if plat.weights not in QUANTISED or plat.weights == plat.precision:
+    if plat.weights not in QUANTISED:  # (the compute format is never quantised)
         return np.zeros(len(work))
     elems = work["weight_bytes"].to_numpy(dtype=float) / plat.formats.weight_bytes
     passes = np.maximum(np.ceil(gemm_rows_m / plat.tiles.m), 1.0)
@@ -150,7 +150,7 @@ def cost_rows(plat: Platform, rows: Rows) -> tuple[pd.DataFrame, np.ndarray]:
 def cost_frames(plat: Platform, work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
     """A work table (and its GEMMs) costed by the device's class model and `finish`, with the
     dequantisation of quantised weights charged in the GEMM rows."""
-    precision = "fp8" if plat.precision.startswith("fp8") else plat.precision
+    precision = plat.precision  # fp16 or bf16 (`check_platform`)
     costs = class_model(plat.profile.device_class)(plat.profile, work, gemms, precision,
                                                    plat.software)
     tokens_m = np.zeros(len(work))

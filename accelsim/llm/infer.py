@@ -24,13 +24,6 @@ from accelsim.llm.memory import MemoryPlan, shard_layer_params
 from accelsim.llm.steps import StepModel
 
 
-def peak_flops_per_s(profile: Any, precision: str) -> float | None:
-    """Dense matrix peak of one device at `precision` (None: not published)."""
-    table = getattr(profile.compute, "matrix_peak_flops_per_s", {}) or {}
-    peak = table.get(precision)
-    return None if peak is None else float(peak)
-
-
 def bandwidth_bytes_per_s(profile: Any) -> float | None:
     mem = getattr(profile, "offchip_memory", None)
     return None if mem is None else mem.bandwidth_bytes_per_s
@@ -49,7 +42,7 @@ def infer_batch(model: StepModel, mem: MemoryPlan, batch: int, prompt: int,
     latency_s = pre.time_s + decode_s
     energy_j = pre.energy_j + sum(s.energy_j for s in steps)
     gpus = lay.gpus
-    peak = peak_flops_per_s(plat.profile, plat.precision)
+    peak = plat.profile.peak_flops_per_s(plat.precision)  # dense matrix peak
     bw = bandwidth_bytes_per_s(plat.profile)
     decode_flops = float(sum(s.flops for s in steps))
 

@@ -38,12 +38,12 @@ def shard_layer_params(plat: Platform) -> float:
 
 def shard_embedding_params(plat: Platform, lay: Layout) -> float:
     """Embedding and LM head on the GPU that holds the most of them (vocabulary split by TP;
-    with PP the first stage holds the embedding, the last the head)."""
+    with PP the first stage holds the embedding, the last the head: the first holds more)."""
     cfg = plat.cfg
     table = plat.shard.vocab(cfg) * cfg.d_model
     head = 0 if cfg.arch == "gpt2" else table  # gpt2 ties the head to the embedding
     positions = cfg.context * cfg.d_model if cfg.arch == "gpt2" else 0
-    return table + positions + head if lay.pp == 1 else max(table + positions, head or table)
+    return table + positions + (head if lay.pp == 1 else 0)
 
 
 @dataclass(frozen=True)

@@ -47,20 +47,20 @@ class Layout:
         """Layers of the largest stage (NB: stages split as evenly as whole layers allow)."""
         return -(-self.n_layers // self.pp)
 
-    def allreduce_s(self, message_bytes: float) -> float:
-        """One TP all-reduce of `message_bytes` per GPU, s (0 without TP)."""
+    def _tp_collective_s(self, kind: str, message_bytes: float) -> float:
         if self.tp == 1 or message_bytes <= 0:
             return 0.0
         assert self.link is not None
-        return collective_time_s("allreduce", AUTO, self.tp, message_bytes, self.link)[0]
+        return collective_time_s(kind, AUTO, self.tp, message_bytes, self.link)[0]
+
+    def allreduce_s(self, message_bytes: float) -> float:
+        """One TP all-reduce of `message_bytes` per GPU, s (0 without TP)."""
+        return self._tp_collective_s("allreduce", message_bytes)
 
     def alltoall_s(self, message_bytes: float) -> float:
         """One all-to-all over the TP group of `message_bytes` per GPU (the whole buffer, as
         nccl-tests counts it), s (0 without TP)."""
-        if self.tp == 1 or message_bytes <= 0:
-            return 0.0
-        assert self.link is not None
-        return collective_time_s("alltoall", AUTO, self.tp, message_bytes, self.link)[0]
+        return self._tp_collective_s("alltoall", message_bytes)
 
     def p2p_s(self, message_bytes: float) -> float:
         """Activations across one stage boundary, s (0 without PP). NB: at the link's
@@ -74,6 +74,16 @@ class Layout:
         """Microbatches a step of `seqs` sequences runs as: as many as stages, at most one
         sequence each."""
         return max(min(seqs, self.pp), 1)
+
+
+def replicas(devices: int | None, lay: Layout, system: Any, default: int = 1) -> int:
+    """Data-parallel model replicas: `devices` GPUs in splits of tp x pp (None: `default`)."""
+    if devices is None:
+        return default
+    if devices % lay.gpus or devices > system.device_count:
+        raise AccelsimError(f"devices = {devices}: must be a multiple of tp x pp = {lay.gpus} "
+                            f"and at most the {system.device_count} GPUs of '{system.name}'")
+    return devices // lay.gpus
 
 
 def layout(cfg: DecoderConfig, system: Any, tp: int, pp: int,

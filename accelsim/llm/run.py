@@ -28,7 +28,7 @@ from accelsim.errors import AccelsimError
 from accelsim.llm.costs import QUANTISED, Platform, check_platform
 from accelsim.llm.infer import infer_batch
 from accelsim.llm.memory import MemoryPlan, memory_plan
-from accelsim.llm.models import DecoderConfig, decoder, is_decoder
+from accelsim.llm.models import DecoderConfig, decoder, decoder_names, is_decoder
 from accelsim.llm.parallel import Layout, layout
 from accelsim.llm.steps import StepModel
 from accelsim.sim.hardware import host_clock_hz, resolve_hardware
@@ -60,7 +60,7 @@ def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platfor
     sc = cfg.scenario
     if not is_decoder(sc.model):
         raise AccelsimError(f"LLM knobs ({', '.join(sorted(cfg.llm))}) apply to decoder models "
-                            f"({', '.join(sorted(_names()))}), not '{sc.model}'")
+                            f"({', '.join(decoder_names())}), not '{sc.model}'")
     mode = cfg.mode or sc.mode
     if sc.input and (mode != "train" or set(sc.input) != {"seq_len"}):
         raise AccelsimError(f"model inputs {sorted(sc.input)} do not apply to a token-level "
@@ -85,12 +85,6 @@ def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platfor
     lay = layout(model, system, plat.tp, cfg.llm.get("pp", 1), cfg.llm.get("overlap_tp", False),
                  ep)
     return model, system, profile, plat, lay
-
-
-def _names() -> list[str]:
-    from accelsim.llm.models import decoder_names
-
-    return decoder_names()
 
 
 def run_llm(cfg: Any) -> Any:
@@ -190,7 +184,7 @@ def memory_record(mem: MemoryPlan, need: float, batch: int, prompt: int,
 def does_not_fit(record: dict[str, Any], mem: MemoryPlan, plat: Platform, lay: Layout,
                  system: Any, need: float) -> dict[str, Any]:
     """The record of a split that cannot run: why, and the smallest TP split that would."""
-    hint = _smallest_fitting_tp(plat, lay, system, record)
+    hint = _smallest_fitting_tp(plat, lay, system, record, mem.capacity_bytes)
     record["notes"].insert(0, (
         f"does not fit: {plat.cfg.name} on {lay.gpus} device(s) (tp {lay.tp}, pp {lay.pp}) needs "
         f"{need / 1e9:,.1f} GB per device on {plat.profile.name}, which has "
@@ -204,8 +198,8 @@ def does_not_fit(record: dict[str, Any], mem: MemoryPlan, plat: Platform, lay: L
     return record
 
 
-def _smallest_fitting_tp(plat: Platform, lay: Layout, system: Any,
-                         record: dict[str, Any]) -> str:
+def _smallest_fitting_tp(plat: Platform, lay: Layout, system: Any, record: dict[str, Any],
+                         capacity: float) -> str:
     w = record["workload"]
     batch, prompt, output = w["batch_size"], w["prompt_tokens"], w["output_tokens"]
     for tp in range(lay.tp + 1, system.device_count // lay.pp + 1):
@@ -215,7 +209,7 @@ def _smallest_fitting_tp(plat: Platform, lay: Layout, system: Any,
             continue
         trial = dataclasses.replace(plat, tp=tp)
         trial_lay = Layout(tp, lay.pp, lay.n_layers, system.device_to_device)
-        mem = memory_plan(trial, trial_lay, lay_capacity(plat))
+        mem = memory_plan(trial, trial_lay, capacity)
         if mem.need_bytes(batch, prompt + output, batch * prompt) <= mem.capacity_bytes:
             return f"it fits split over {tp * lay.pp} devices: --tp {tp}" + (
                 f" --pp {lay.pp}" if lay.pp > 1 else "")
@@ -223,10 +217,6 @@ def _smallest_fitting_tp(plat: Platform, lay: Layout, system: Any,
     if largest:
         return f"the largest batch that fits is {largest}"
     return f"no tensor-parallel split of {system.name}'s {system.device_count} device(s) fits it"
-
-
-def lay_capacity(plat: Platform) -> float:
-    return float(capacity_bytes(plat.profile))
 
 
 def _bottleneck(out: dict[str, Any]) -> tuple[str, str]:

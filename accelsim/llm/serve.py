@@ -38,6 +38,7 @@ from accelsim.llm.engine import (
 )
 from accelsim.llm.memory import BLOCK_TOKENS, MemoryPlan
 from accelsim.llm.parallel import Layout
+from accelsim.llm.parallel import replicas as replicas_of
 from accelsim.llm.requests import draw_requests, read_requests
 from accelsim.llm.steps import StepModel
 from accelsim.sim.records import Recorder
@@ -111,7 +112,7 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     chunk = llm.get("chunked_prefill")
     if chunk is not None and batching != "continuous":
         raise AccelsimError("chunked_prefill applies to continuous batching only")
-    replicas = _replicas(cfg.devices, lay, system)
+    replicas = replicas_of(cfg.devices, lay, system)
     max_batch = serve.get("max_batch") or DEFAULT_MAX_BATCH
     dist = llm.get("length_dist", "fixed")
     seed = cfg.seed or 0
@@ -173,16 +174,6 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     notes.append("energy: the GPUs' over the engine's steps, and their static power while "
                  "idle (the host is not counted)")
     return SimulationResult(record, _events(req, out))
-
-
-def _replicas(devices: int | None, lay: Layout, system: Any) -> int:
-    """Data-parallel model replicas: `devices` GPUs in splits of tp x pp (default one)."""
-    if devices is None:
-        return 1
-    if devices % lay.gpus or devices > system.device_count:
-        raise AccelsimError(f"devices = {devices}: must be a multiple of tp x pp = {lay.gpus} "
-                            f"and at most the {system.device_count} GPUs of '{system.name}'")
-    return devices // lay.gpus
 
 
 def step_costs(model: StepModel, step_tokens: int, max_batch: int, blocks: int) -> StepCosts:

@@ -84,15 +84,15 @@ class StepModel:
             layer_s = ALLREDUCES_PER_LAYER * self.lay.allreduce_s(msg)
         return layer_s, self.lay.p2p_s(msg)
 
-    def _stage_s(self, phase: str, layer_s: float, embed_s: float, head_s: float,
-                 tokens: float, comm: tuple[float, float] | None = None) -> float:
+    def _stage_s(self, layer_s: float, embed_s: float, head_s: float, tokens: float,
+                 comm: tuple[float, float] | None = None) -> float:
         """The largest stage: its layers with their all-reduces as events (after each layer's
         compute, or beside the next layer's when the layout overlaps them:
         `accelsim.llm.tp_events`), the ends it holds, and the hand-over to the next stage.
         `comm`: (a layer's collectives, hand-over) if already known."""
         ar_s, p2p_s = self._comm_s(tokens) if comm is None else comm
         ends = embed_s + head_s if self.lay.pp == 1 else max(embed_s, head_s)
-        return self.events.layers_s(phase, tokens, layer_s, ar_s) + ends + p2p_s
+        return self.events.layers_s(layer_s, ar_s) + ends + p2p_s
 
     def _energy_j(self, parts: dict[str, ShapeCost], key: str, i: int, micro: int) -> float:
         """Every GPU's energy for all microbatches: each TP rank runs one shard of every
@@ -106,14 +106,15 @@ class StepModel:
         m = self.lay.microbatches(batch)
         step = prefill_step(-(-batch // m), prompt)
         parts = self._parts([step])
-        stage_s = self._stage_s("prefill", parts["layer"].time_s[0], parts["embed"].time_s[0],
-                                parts["head"].time_s[0], step.tokens)
+        comm = self._comm_s(step.tokens)
+        stage_s = self._stage_s(parts["layer"].time_s[0], parts["embed"].time_s[0],
+                                parts["head"].time_s[0], step.tokens, comm)
         pp = self.lay.pp
         flops = self.plat.tp * m * (self.plat.cfg.n_layers * parts["layer"].matmul_flops[0]
                                     + parts["head"].matmul_flops[0])
         dram = m * (self.lay.layers_per_stage * parts["layer"].dram_bytes[0]
                     + parts["head"].dram_bytes[0] + parts["embed"].dram_bytes[0])
-        ar_s, _ = self._comm_s(step.tokens)
+        ar_s = comm[0]
         return PhaseCost((m + pp - 1) * stage_s + self.step_overhead_s,
                          self._energy_j(parts, "layer", 0, m), flops, dram,
                          (pp - 1) / (m + pp - 1), (m + pp - 1) * self.lay.layers_per_stage * ar_s)
@@ -172,7 +173,7 @@ class DecodeTable:
         layer_s = self._at(self.lin["s"], b) + float(
             np.interp(context_tokens / m, self.grid, self.att["s"]))
         stage_s = self.model._stage_s(
-            "decode", layer_s, self._at(self.ends["embed_s"], b),
+            layer_s, self._at(self.ends["embed_s"], b),
             self._at(self.ends["head_s"], b), b,
             (self._at(self.comm["ar"], b), self._at(self.comm["p2p"], b)))
         return self.model.lay.pp * stage_s + self.model.step_overhead_s
@@ -264,8 +265,7 @@ class PrefillTable:
         head = float(np.interp((seqs + decoding) / m, self.seqs, part["head"]))
         if kind == "j":
             return model.plat.tp * m * (model.plat.cfg.n_layers * layer + embed + head)
-        phase = "mixed" if decoding else "prefill"
-        stage_s = model._stage_s(phase, layer, embed, head, (tokens + decoding) / m)
+        stage_s = model._stage_s(layer, embed, head, (tokens + decoding) / m)
         return model.lay.pp * stage_s + model.step_overhead_s
 
     def step_s(self, tokens: int, seqs: int, pairs: float) -> float:

@@ -14,8 +14,8 @@ at a time, so collectives longer than the compute queue behind each other. One d
 collective events, the layers' compute in sequence.
 
 `ExposedCache` keeps the exposed collective time (the timeline past the compute) of a step by
-(phase, tokens, collective time, compute bucket), so an engine that costs many steps runs the
-events once per bucket, not once per step.
+(collective time, compute bucket), the only inputs it depends on, so an engine that costs many
+steps runs the events once per bucket, not once per step.
 """
 
 from __future__ import annotations
@@ -83,20 +83,19 @@ def stage_events(compute_s: Sequence[float], collectives_s: Sequence[float],
 
 
 class ExposedCache:
-    """Exposed collective seconds of a stage of `layers` equal layers, memoised by (phase,
-    tokens, compute bucket); see the module docstring."""
+    """Exposed collective seconds of a stage of `layers` equal layers, memoised by (collective
+    time, compute bucket); see the module docstring."""
 
     def __init__(self, layers: int, collectives_per_layer: int, overlap: bool) -> None:
         self.layers, self.per_layer, self.overlap = layers, collectives_per_layer, overlap
-        self._seen: dict[tuple[str, float, float, int], float] = {}
+        self._seen: dict[tuple[float, int], float] = {}
 
     @property
     def simulated(self) -> int:
         """Event simulations run so far (one per bucket)."""
         return len(self._seen)
 
-    def layers_s(self, phase: str, tokens: float, compute_s: float,
-                 collectives_s: float) -> float:
+    def layers_s(self, compute_s: float, collectives_s: float) -> float:
         """The stage's layers with their collectives, s: layers x compute_s (exact) plus the
         exposed collective time of the bucket (each layer's collectives take
         `collectives_s` in all)."""
@@ -105,7 +104,7 @@ class ExposedCache:
             return exact
         band = (math.floor(math.log(compute_s) / math.log(BUCKET_RATIO))
                 if compute_s > 0 else -(10 ** 9))
-        key = (phase, float(tokens), float(collectives_s), band)
+        key = (float(collectives_s), band)
         if key not in self._seen:
             rep_s = BUCKET_RATIO ** band if compute_s > 0 else 0.0
             total = stage_layers_s([rep_s] * self.layers, [collectives_s] * self.layers,

@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from accelsim.devices.estimate import power_limits_w
@@ -38,17 +37,27 @@ from accelsim.devices.software import DEFAULT
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.nccl import AUTO, collective_time_s
 from accelsim.llm.costs import Platform, cost_frames
-from accelsim.llm.memory import RESERVE_FRACTION, shard_embedding_params, shard_layer_params
-from accelsim.llm.parallel import Layout
+from accelsim.llm.memory import (
+    LOGIT_BYTES,
+    RESERVE_FRACTION,
+    shard_embedding_params,
+    shard_layer_params,
+)
+from accelsim.llm.parallel import Layout, replicas
 from accelsim.llm.steps import ALLREDUCES_PER_LAYER, prefill_step
-from accelsim.llm.work import Rows, elementwise_rows, embed_rows, layer_rows, linear_rows
+from accelsim.llm.work import (
+    SOFTMAX_FLOPS,
+    Rows,
+    elementwise_rows,
+    embed_rows,
+    layer_rows,
+    linear_rows,
+)
+from accelsim.workload.work import OPTIMIZER_FLOPS_PER_PARAM
 
 ZERO_STAGES = (0, 1, 2, 3)
 WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES = 2.0, 2.0, 12.0  # per parameter, mixed precision
-ADAM_FLOPS_PER_PARAM = 12  # as `accelsim.workload.work.OPTIMIZER_FLOPS_PER_PARAM["adam"]`
-LOGIT_BYTES = 4.0  # NB: fp32 logits of every token for the loss
 BACKWARD_FLOPS = {"linear": 2.0, "attention": 2.5}  # x forward; any other row: 1.0
-SOFTMAX_FLOPS = 5
 
 
 @dataclass(frozen=True)
@@ -100,8 +109,9 @@ def _optimizer(plat: Platform, params: float) -> tuple[float, float]:
     """(seconds, joules of one GPU) of the Adam update of `params` (read and write fp32 master,
     moments and the 16-bit copy), costed as one memory-bound row."""
     bytes_ = params * (ADAM_BYTES + WEIGHT_BYTES + GRAD_BYTES)
+    flops = params * OPTIMIZER_FLOPS_PER_PARAM["adam"]
     work = pd.DataFrame([("optimizer", "adam_update", "optimizer", False,
-                          params * ADAM_FLOPS_PER_PARAM, bytes_, bytes_ - params * GRAD_BYTES,
+                          flops, bytes_, bytes_ - params * GRAD_BYTES,
                           0.0, -1)], columns=["name", "op", "phase", "matmul", "flops",
                                               "read_bytes", "write_bytes", "weight_bytes",
                                               "op_index"])
@@ -188,19 +198,19 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit,
                  + forward.loc[forward["shape"] == 1, "flops"].sum()) * plat.tp
     # NB: MFU's model FLOPs: 3 x the forward GEMMs (forward, dX, dW), no recomputation
     model_flops = 3.0 * fwd_flops * m * split.dp
-    peak = plat.profile.compute.matrix_peak_flops_per_s.get(plat.precision)
+    peak = plat.profile.peak_flops_per_s(plat.precision)
     gpus = lay.gpus * split.dp
     step_tokens = tokens * m * split.dp
     return {
         "step_time_s": step_s, "tokens_per_s": step_tokens / step_s,
         "global_batch_tokens": step_tokens,
-        "mfu": None if peak is None else model_flops / (step_s * float(peak) * gpus),
+        "mfu": None if peak is None else model_flops / (step_s * peak * gpus),
         "model_flops_per_step": model_flops, "pipeline_bubble": (pp - 1) / (m + pp - 1),
         "tp_comm_s": (m + pp - 1) * lay.layers_per_stage * ar_s, "dp_comm_s": dp_s,
         "optimizer_s": opt_s, "devices": gpus,
         "memory": train_memory(plat, lay, split, capacity_bytes),
         "forward_s_per_layer": fwd[0], "backward_s_per_layer": bwd[0],
-        "flops_per_token": float(np.float64(model_flops / step_tokens)),
+        "flops_per_token": float(model_flops / step_tokens),
         "energy_j": energy_j, "energy_j_per_token": energy_j / step_tokens,
         "average_power_w": energy_j / step_s,
     }
@@ -241,11 +251,8 @@ def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_by
     if seq > model.context:
         raise AccelsimError(f"seq_len {seq:,} exceeds {model.name}'s context of "
                             f"{model.context:,} tokens")
-    if cfg.devices is not None and (cfg.devices % lay.gpus or cfg.devices > system.device_count):
-        raise AccelsimError(f"devices = {cfg.devices}: must be a multiple of tp x pp = "
-                            f"{lay.gpus} and at most the {system.device_count} GPUs of "
-                            f"'{system.name}'")
-    dp = (cfg.devices or system.device_count - system.device_count % lay.gpus) // lay.gpus
+    # default: as many replicas as the system holds
+    dp = replicas(cfg.devices, lay, system, system.device_count // lay.gpus)
     split = TrainSplit(dp, cfg.scenario.batch_size, seq, cfg.train.get("accumulate", 1),
                        cfg.llm.get("zero", 0), bool(cfg.llm.get("recompute", False)))
     out = train_step(plat, lay, split, capacity_bytes)

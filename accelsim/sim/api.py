@@ -115,9 +115,9 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     if executed is not None:
         est = executed[0]
     record = summary(est, graph, layers=detail)
-    if cfg.execute:
-        record["execution"] = None if executed is None else executed[1]
-        record["notes"] += [] if executed is None else executed[2]
+    if executed is not None:  # --execute
+        record["execution"] = executed[1]
+        record["notes"] += executed[2]
         for row in record["layers"]:  # the same keys when the kernels could not run
             for key in ("output_error", "input_sparsity", "weight_sparsity"):
                 row.setdefault(key, None)
@@ -135,14 +135,14 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
 
 
 def _executed(cfg: SimulationConfig, mode: str, graph: Any, profile: Any, batch: int,
-              dense: DeviceEstimate, system: Any) -> tuple[DeviceEstimate, dict, list] | None:
+              dense: DeviceEstimate, system: Any) -> tuple[DeviceEstimate, dict | None, list]:
     """--execute (`accelsim.sim.execution`): the estimate with the measured kernels fed in, the
     record's `execution` summary and notes; (dense, None, [note]) where the kernels cannot run."""
     from accelsim.sim.execution import execute_for, execution_totals
 
-    if mode != "infer" or cfg.llm:
+    if mode != "infer":  # (token-level decoder runs refuse --execute in `accelsim.llm.run`)
         raise AccelsimError(f"--execute applies to mode infer (one batch on the device), not "
-                            f"{'a token-level decoder' if cfg.llm else mode}")
+                            f"{mode}")
     ops, run, note = execute_for(graph, profile, cfg.scenario.precision, cfg.prune_2_4)
     if ops is None:
         return dense, None, [note]

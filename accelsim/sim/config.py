@@ -169,14 +169,19 @@ def _load_profile(system: System, given: Any) -> Any:
     return system_device(system)
 
 
-def _decode(place: str | None, gpudirect: bool, dataset: Dataset, device: Any) -> DecodePlan:
-    """Where the run decodes (`accelsim.sim.decode`), with the device's draw while it does."""
+def power_bounds_w(device: Any) -> tuple[float, float]:
+    """(TDP, static power) of `device`, W; (inf, 0) for a profile without power figures."""
     from accelsim.devices.estimate import power_limits_w
 
     try:
-        tdp_w, static_w = power_limits_w(device)
+        return power_limits_w(device)
     except (AttributeError, ImportError):
-        tdp_w, static_w = float("inf"), 0.0
+        return float("inf"), 0.0
+
+
+def _decode(place: str | None, gpudirect: bool, dataset: Dataset, device: Any) -> DecodePlan:
+    """Where the run decodes (`accelsim.sim.decode`), with the device's draw while it does."""
+    tdp_w, static_w = power_bounds_w(device)
     power_w = tdp_w - static_w if tdp_w < float("inf") else None
     return decode_plan(place, gpudirect, dataset, device, power_w)
 

@@ -160,14 +160,17 @@ def max_accelerators(workload: str, system: System, accelerator: str, steps: int
                      prefetch: int = 2, seed: int = 0) -> dict[str, Any]:
     """The largest number of emulated accelerators `system`'s storage keeps at AU >=
     au_target, with the storage throughput that takes. JSON-ready."""
+    from accelsim.sim.config import FRAMEWORK_CORES_PER_DEVICE
+
     emu = load_emulation(accelerator, workload)
     ds = emulated_dataset(emu, system)
     demand = demand_bytes_per_s(emu, ds)
     bw = system.storage_read_bandwidth_bytes_per_s
     if system.storage.over_network and system.network is not None:
         bw = min(bw, system.nic_count * system.network.achieved_bandwidth_bytes_per_s)
-    # NB: the framework's core per accelerator (accelsim.sim.config) caps one host's count.
-    cap = max(system.host.cores - 1, 1)
+    # The framework's cores per accelerator (accelsim.sim.config) cap one host's count: one
+    # core must stay free to prepare input.
+    cap = max((system.host.cores - 1) // FRAMEWORK_CORES_PER_DEVICE, 1)
     device = _null_device(emu)
     runs: dict[int, dict[str, Any]] = {}
 

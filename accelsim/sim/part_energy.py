@@ -52,7 +52,7 @@ def part_energy_j(plan: Any, df: pd.DataFrame, run_s: float,
     net = s.network
     # NB: the NICs count when the run uses the network (storage over it, or several nodes);
     # a network the run does not touch is left out, idle or not.
-    if net is not None and (medium.over_network or getattr(plan, "nodes", 1) > 1):
+    if net is not None and (medium.over_network or plan.nodes > 1):
         nics = _draw_j(s.nic_count, net.idle_power_w, net.active_power_w, run_s,
                        _busy_s(df, names["network"]))
         ports = net.switch_port_power_w

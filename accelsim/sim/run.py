@@ -41,14 +41,9 @@ from accelsim.interconnect.buckets import MIB, bucket_count, gradient_buckets
 from accelsim.interconnect.collectives import is_scale_up
 from accelsim.interconnect.links import Link
 from accelsim.interconnect.multinode import Fabric, fabric, multinode_time_s, multinode_wire_bytes
-from accelsim.interconnect.nccl import (
-    achievable,
-    collective_time_s,
-    collective_wire_bytes,
-    contention_share,
-)
+from accelsim.interconnect.nccl import achievable, contention_share
 from accelsim.results import metrics
-from accelsim.sim.config import TrainConfig, TrainPlan, resolve_config
+from accelsim.sim.config import TrainConfig, TrainPlan, power_bounds_w, resolve_config
 from accelsim.sim.hardware import host_clock_hz, host_cpu_profile
 from accelsim.sim.hostprep import prep_scale
 from accelsim.sim.part_energy import part_energy_j
@@ -174,30 +169,22 @@ def _comm_costs(plan: TrainPlan, comm: _Comm | None, compute: dict[int, PhaseCos
     """The all-reduce of the run: per bucket, and of all gradients in one message."""
     if comm is None:
         return StepCosts(compute, 0.0, 0.0, core_w, dram_j)
-    n, algo, fab = plan.devices, plan.allreduce, comm.fabric
+    algo, fab = plan.allreduce, comm.fabric
     sizes = gradient_buckets(np.array([0.0]), np.array([comm.grad_bytes]),
                              comm.bucket_bytes).bytes
-    if fab.nodes > 1:
-        whole_s, whole_net_s, whole_algo = multinode_time_s("allreduce", algo, fab,
-                                                            comm.grad_bytes)
-        timed = [multinode_time_s("allreduce", algo, fab, b) for b in sizes]
-        # the simulated node's bytes (the result counts every node's energy)
-        wires = [tuple(x / fab.nodes for x in multinode_wire_bytes("allreduce", a, fab, b))
-                 for b, (_, _, a) in zip(sizes, timed, strict=True)]
-        return StepCosts(
-            # in-node bytes here; the network's are the buckets' (the same total)
-            compute, whole_s, multinode_wire_bytes("allreduce", whole_algo, fab,
-                                                   comm.grad_bytes)[0] / fab.nodes,
-            core_w, dram_j, sizes, tuple(t for t, _, _ in timed), tuple(w for w, _ in wires),
-            tuple(a for _, _, a in timed), whole_algo, tuple(s for _, s, _ in timed),
-            tuple(w for _, w in wires), whole_net_s)
-    whole_s, whole_algo = collective_time_s("allreduce", algo, n, comm.grad_bytes, comm.link)
-    timed2 = [collective_time_s("allreduce", algo, n, b, comm.link) for b in sizes]
+    # One node: the in-node collective (no network part); across nodes the hierarchical one.
+    whole_s, whole_net_s, whole_algo = multinode_time_s("allreduce", algo, fab, comm.grad_bytes)
+    timed = [multinode_time_s("allreduce", algo, fab, b) for b in sizes]
+    # the simulated node's bytes (the result counts every node's energy)
+    wires = [tuple(x / fab.nodes for x in multinode_wire_bytes("allreduce", a, fab, b))
+             for b, (_, _, a) in zip(sizes, timed, strict=True)]
     return StepCosts(
-        compute, whole_s, collective_wire_bytes("allreduce", whole_algo, n, comm.grad_bytes),
-        core_w, dram_j, sizes, tuple(t for t, _ in timed2),
-        tuple(collective_wire_bytes("allreduce", a, n, b) for b, (_, a) in zip(
-            sizes, timed2, strict=True)), tuple(a for _, a in timed2), whole_algo)
+        # in-node bytes here; the network's are the buckets' (the same total)
+        compute, whole_s, multinode_wire_bytes("allreduce", whole_algo, fab,
+                                               comm.grad_bytes)[0] / fab.nodes,
+        core_w, dram_j, sizes, tuple(t for t, _, _ in timed), tuple(w for w, _ in wires),
+        tuple(a for _, _, a in timed), whole_algo, tuple(s for _, s, _ in timed),
+        tuple(w for _, w in wires), whole_net_s)
 
 
 def _host_rates(plan: TrainPlan, notes: list[str]) -> tuple[float, float]:
@@ -273,10 +260,7 @@ def simulate_training(config: TrainConfig) -> TrainResult:
     model = TrainModel(plan, reads, costs)
     df = model.run().frame()
     res = _result(plan, df, costs, d2d, notes, model.contention_s)
-    try:
-        tdp_w, static_w = power_limits_w(plan.device_profile)
-    except (AttributeError, ImportError):  # a profile without power figures: nothing to bound
-        tdp_w, static_w = float("inf"), 0.0
+    tdp_w, static_w = power_bounds_w(plan.device_profile)  # (inf, 0): nothing to bound
     check_training(res, int(reads.batch_samples().sum()) * plan.nodes, tdp_w, static_w,
                    full.host_energy_j > 0, {
                        "device": plan.device_profile.name, "system": plan.system.name,

@@ -298,8 +298,9 @@ class _Server:
                 self._reissue(env.now, take)
 
 
-def _resolve(cfg: ServeConfig) -> tuple[Scenario, Any, Link | None, int]:
-    """Load the workload, device profile, host link and device count named by `cfg`."""
+def _resolve(cfg: ServeConfig) -> tuple[Scenario, Any, Link | None, int, System | None]:
+    """Load the workload, device profile, host link, device count and system named by
+    `cfg`."""
     from accelsim.devices.profile import load_profile
 
     sc = cfg.workload if isinstance(cfg.workload, Scenario) else resolve_workload(cfg.workload)
@@ -315,7 +316,7 @@ def _resolve(cfg: ServeConfig) -> tuple[Scenario, Any, Link | None, int]:
     else:
         link = device_host_link(profile)
     n_devices = cfg.devices or (system.device_count if system is not None else 1)
-    return sc, profile, link, n_devices
+    return sc, profile, link, n_devices, system
 
 
 def _requests_frame(records: pd.DataFrame, arrival_s: list[float]) -> pd.DataFrame:
@@ -333,10 +334,9 @@ def _requests_frame(records: pd.DataFrame, arrival_s: list[float]) -> pd.DataFra
 
 def simulate_serving(cfg: ServeConfig) -> ServeResult:
     """Serve `cfg.requests` requests and measure throughput, latency, utilisation, energy."""
-    sc, profile, link, n_devices = _resolve(cfg)
+    sc, profile, link, n_devices, system = _resolve(cfg)
     precision = cfg.precision or sc.precision
     graph = sc.graph()
-    system = load_system(cfg.system) if isinstance(cfg.system, str) else cfg.system
     host_hz = host_clock_hz(system) if system is not None else None  # None: reference host
     host_cpu = host_cpu_profile(system) if system is not None else None
     table = service_table(graph, profile, link, cfg.max_batch, precision, cfg.software, host_hz,

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.software import MAX_MODIFIER, builtin_stacks
+from accelsim.devices.software import DEFAULT, MAX_MODIFIER, builtin_stacks
 from accelsim.devices.stack_fit import (
     Row,
     build_parts,
@@ -57,7 +57,7 @@ def predict_row(row: Row) -> float:
     if profile is None:
         profile = load_profile(row.device)
     graph = build_model(row.model, **({} if row.seq_len is None else {"seq_len": row.seq_len}))
-    software = row.stack if row.stack == "default" or row.stack in builtin_stacks() \
+    software = row.stack if row.stack == DEFAULT or row.stack in builtin_stacks() \
         else stack_for_key(row.stack)
     est = estimate(graph, profile, row.batch, row.precision, row.mode, software, row.optimizer,
                    None if system is None else host_clock_hz(system),
@@ -128,7 +128,7 @@ def fit_rows(rows: list[Row], folds: int = 5, by_device: bool = False) -> FitRes
             continue
         if not is_gpu:
             left_out.append((r.id, f"{r.device} is not a GPU: the fit covers the GPU model"))
-        elif r.stack == "default":
+        elif r.stack == DEFAULT:
             left_out.append((r.id, "sim_software 'default': name the stack to fit"))
         else:
             gpu.append(r)

@@ -34,13 +34,16 @@ def swiglu_mlp(g: GraphBuilder, x: str, d_ff: int) -> str:
 
 def llama(name: str, n_layers: int, d_model: int, n_heads: int, d_ff: int, seq_len: int,
           n_kv_heads: int | None = None, vocab: int = 32000, eps: float = 1e-5,
-          rope_base: float = 10000.0) -> Graph:
-    """A LLaMA-style decoder; `n_kv_heads` None means full multi-head attention."""
+          rope_base: float = 10000.0, n_experts: int = 1, experts_per_token: int = 1) -> Graph:
+    """A LLaMA-style decoder; `n_kv_heads` None means full multi-head attention;
+    `n_experts` > 1 replaces each FFN with a mixture of experts (`moe_swiglu`)."""
     check_seq_len(name, seq_len, None)
     n_kv = n_heads if n_kv_heads is None else n_kv_heads
+    moe = ({"n_experts": n_experts, "experts_per_token": experts_per_token}
+           if n_experts > 1 else {})
     g = GraphBuilder(name, family="transformer", arch="llama", d_model=d_model,
                      n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, d_ff=d_ff,
-                     vocab=vocab, seq_len=seq_len, tied_weights={})
+                     vocab=vocab, seq_len=seq_len, **moe, tied_weights={})
     ids = g.input("input_ids", (seq_len,), "index")
     x = g.embedding(ids, num_embeddings=vocab, embedding_dim=d_model, name="embed_tokens")
     for i in range(n_layers):
@@ -50,7 +53,11 @@ def llama(name: str, n_layers: int, d_model: int, n_heads: int, d_ff: int, seq_l
                                 rope_base=rope_base)
             x = g.add(x, a, name="attn.add")
             h = g.rmsnorm(x, eps=eps, name="post_attention_layernorm")
-            x = g.add(x, swiglu_mlp(g, h, d_ff), name="mlp.add")
+            if moe:
+                x = g.add(x, moe_swiglu(g, h, d_ff, n_experts, experts_per_token),
+                          name="moe.add")
+            else:
+                x = g.add(x, swiglu_mlp(g, h, d_ff), name="mlp.add")
     x = g.rmsnorm(x, eps=eps, name="norm")
     logits = g.linear(x, out_features=vocab, bias=False, name="lm_head")
     return g.build(outputs=(logits,))
@@ -123,19 +130,5 @@ def mixtral_8x7b(seq_len: int = 4096) -> Graph:
     """Mixtral 8x7B (HF `Mixtral-8x7B-v0.1` config): 32 layers, 4096 hidden, 32 heads over 8 kv
     heads, 8 SwiGLU experts of 14336, 2 per token, vocab 32000; 46.70 B params (12.9 B
     active). Default seq_len 4096 (its context is 32768)."""
-    check_seq_len("mixtral_8x7b", seq_len, None)
-    g = GraphBuilder("mixtral_8x7b", family="transformer", arch="llama", d_model=4096,
-                     n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, vocab=32000,
-                     seq_len=seq_len, n_experts=8, experts_per_token=2, tied_weights={})
-    ids = g.input("input_ids", (seq_len,), "index")
-    x = g.embedding(ids, num_embeddings=32000, embedding_dim=4096, name="embed_tokens")
-    for i in range(32):
-        with g.scope(f"layers.{i}"):
-            h = g.rmsnorm(x, eps=1e-5, name="input_layernorm")
-            a = attention_block(g, h, 32, 8, causal=True, bias=False, rope=True,
-                                rope_base=1e6)
-            x = g.add(x, a, name="attn.add")
-            h = g.rmsnorm(x, eps=1e-5, name="post_attention_layernorm")
-            x = g.add(x, moe_swiglu(g, h, 14336, 8, 2), name="moe.add")
-    x = g.rmsnorm(x, eps=1e-5, name="norm")
-    return g.build(outputs=(g.linear(x, out_features=32000, bias=False, name="lm_head"),))
+    return llama("mixtral_8x7b", 32, 4096, 32, 14336, seq_len, n_kv_heads=8, rope_base=1e6,
+                 n_experts=8, experts_per_token=2)
