@@ -216,3 +216,15 @@ def test_prune_flag_buys_time_on_h100_only_with_execute() -> None:
     x = rec["execution"]
     assert x["pruned_2_4"] and x["layers_with_2_4_weights"] == 3
     assert 0 < x["time_saved_share"] <= 0.5
+
+
+def test_prune_flag_without_execute_is_refused_on_a_token_level_decoder_too() -> None:
+    """The flag is never ignored silently: the LLM path refuses it as the graph path does."""
+    from dataclasses import replace
+
+    from accelsim.errors import AccelsimError
+
+    cfg = make_config("gpt2", "a100", prompt_tokens=16, output_tokens=2)
+    assert cfg.llm
+    with pytest.raises(AccelsimError, match="--execute"):
+        run_simulation(replace(cfg, prune_2_4=True))

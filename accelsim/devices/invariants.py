@@ -358,7 +358,11 @@ def check_serving(res: Any, requests: int, static_w: float,
                   "utilization", upper=1.0)
     _check_values({"energy_j": res.energy_j, "average_power_w": res.average_power_w},
                   context, "energy")
-    busy_w = float(np.max(table["energy_j"].to_numpy() / table["service_s"].to_numpy()))
+    service_s = table["service_s"].to_numpy(dtype=float)
+    energy_j = table["energy_j"].to_numpy(dtype=float)
+    # a zero-time service row draws no power of its own (not inf or NaN, which would pass)
+    busy_w = float(np.max(np.divide(energy_j, service_s, out=np.zeros_like(energy_j),
+                                    where=service_s > 0), initial=0.0))
     most_w = res.devices * max(busy_w, static_w)
     if res.average_power_w > most_w * (1 + REL_TOL):
         raise fail("power", context, f"average {res.average_power_w:.6g} W above the most the "

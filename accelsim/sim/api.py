@@ -96,6 +96,8 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     (sweeps, which keep one flat row per point, skip that work); every figure is the same."""
     mode = cfg.mode or cfg.scenario.mode
     _check_mode_knobs(cfg, mode)
+    if cfg.prune_2_4 and not cfg.execute:
+        raise AccelsimError("--prune-2-4 prunes the weights the kernels run with: add --execute")
     if cfg.llm:  # a decoder at the token level: prefill, decode, KV cache, TP/PP
         from accelsim.llm.run import run_llm
 
@@ -109,8 +111,6 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     device_mode = "train" if mode == "train" else "infer"
     est = estimate(graph, profile, batch, sc.precision, device_mode, cfg.software, sc.optimizer,
                    host_clock_hz(system), host_cpu_profile(system))
-    if cfg.prune_2_4 and not cfg.execute:
-        raise AccelsimError("--prune-2-4 prunes the weights the kernels run with: add --execute")
     executed = _executed(cfg, mode, graph, profile, batch, est, system) if cfg.execute else None
     if executed is not None:
         est = executed[0]
