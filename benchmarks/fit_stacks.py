@@ -44,7 +44,7 @@ from accelsim.devices.stack_fit import (  # noqa: E402, F401  (cross_validation 
     free_params,
     predictions,
 )
-from accelsim.validation.run import set_toml_value  # noqa: E402
+from accelsim.validation.run import _us, set_toml_value  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_TOML = ROOT / "hw_profiles" / "efficiency" / "gpu.toml"
@@ -52,6 +52,7 @@ STACK_DIR = ROOT / "hw_profiles" / "software"
 
 
 def _sub(text: str, key: str, value: float) -> str:
+    value = _us(value)  # a host time under 1 ns (the descent toward 0) is written as 0
     try:
         return set_toml_value(text, key, f"{value:.4g}")
     except KeyError:

@@ -62,35 +62,40 @@ def row(model: str, device: str, system: str, tp: int, batch: int, prompt: int,
             f"{r['mfu']:.1%} | {'yes' if ok else 'NO'} |")
 
 
-TRAIN_CASES = (  # (model, system, tp, pp, zero, recompute, micro-batch, micro-batches)
-    ("llama2_7b", "dgx-a100", 1, 1, 1, False, 1, 8),
-    ("llama2_7b", "dgx-h100", 2, 1, 1, False, 2, 8),
-    ("llama2_13b", "dgx-a100", 2, 1, 1, True, 2, 8),
-    ("llama2_13b", "dgx-h100", 2, 2, 2, False, 1, 16),
-    ("llama3_8b", "hgx-h200", 1, 1, 3, False, 2, 8),
+TRAIN_CASES = (  # (model, system, tp, pp, zero, recompute, micro-batch, micro-batches, nodes)
+    ("llama2_7b", "dgx-a100", 1, 1, 1, False, 1, 8, 1),
+    ("llama2_7b", "dgx-a100", 1, 1, 2, False, 1, 1, 1),  # one micro-batch: the exchange shows
+    ("llama2_7b", "dgx-h100", 2, 1, 1, False, 2, 8, 1),
+    ("llama2_13b", "dgx-a100", 2, 1, 1, True, 2, 8, 1),
+    ("llama2_13b", "dgx-h100", 2, 2, 2, False, 1, 16, 1),
+    ("llama3_8b", "hgx-h200", 1, 1, 3, False, 2, 8, 1),
     # 16 bytes per parameter x 69 B parameters is 1.1 TB: more than one 8-GPU node holds
-    ("llama2_70b", "dgx-a100", 8, 1, 1, True, 1, 16),
+    ("llama2_70b", "dgx-a100", 8, 1, 1, True, 1, 16, 1),
+    ("llama2_70b", "dgx-h100", 8, 1, 1, True, 1, 16, 4),
 )
 
 
 def train_rows() -> list[str]:
     out = []
-    for model, system, tp, pp, zero, recompute, micro, m in TRAIN_CASES:
+    for model, system, tp, pp, zero, recompute, micro, m, nodes in TRAIN_CASES:
         r = run_simulation(make_config(model, system, mode="train", seq_len=4096, batch=micro,
                                        precision="bf16", software="compiled", tp=tp, pp=pp,
-                                       zero=zero, recompute=recompute, accumulate=m)).record
-        head = (f"| {model} | {system} | {tp}x{pp}x{r['dp']} | {zero} | "
+                                       zero=zero, recompute=recompute, accumulate=m,
+                                       nodes=nodes)).record
+        head = (f"| {model} | {nodes} x {system} | {tp}x{pp}x{r['dp']} | {zero} | "
                 f"{'yes' if recompute else 'no'} | {micro}x{m} |")
         mem = r["memory"]
         if not mem["fits"]:
             out.append(f"{head} does not fit ({mem['required_bytes'] / 1e9:,.0f} GB) | | | | | "
-                       "|")
+                       "| | |")
             continue
         tdp_w = load_profile(r["hardware"]["name"]).power.tdp_w
-        out.append(f"{head} {r['step_time_s']:.2f} | {r['tokens_per_s']:,.0f} | "
+        gpu_w = r["energy_breakdown_j"]["accelerators"] / r["step_time_s"] / r["devices"]
+        out.append(f"{head} {r['step_time_s']:.2f} | {r['tp_comm_s']:.3f} | "
+                   f"{r['dp_comm_s']:.3f} | {r['tokens_per_s']:,.0f} | "
                    f"{r['mfu']:.1%} | {mem['required_bytes'] / 1e9:,.1f} | "
                    f"{r['energy_j_per_token']:.3f} | "
-                   f"{r['average_power_w'] / r['devices']:,.0f} of {tdp_w:g} |")
+                   f"{gpu_w:,.0f} of {tdp_w:g} |")
     return out
 
 
@@ -117,12 +122,21 @@ def main() -> None:
     lines += ["", f"{len(body)} rows; {bad} outside a limit.", "",
               "## Training steps", "",
               "bf16, sequences of 4096 tokens, pytorch-compiled; split tp x pp x dp (dp: the "
-              "rest of the node's 8 GPUs); MFU counts 6 x params + attention per token, not "
-              "the recomputation. Energy: the rows' device energies plus static power while a "
-              "GPU waits (bubble, communication); power: average per GPU, of its TDP.", "",
+              "rest of the nodes' GPUs); MFU counts 6 x params + attention per token, not "
+              "the recomputation. TP s: the TP collectives left exposed by the SimPy layer "
+              "events (two all-reduces per layer each way, after each layer's compute); DP s: "
+              "the data-parallel exchange left exposed past the backward by the SimPy bucket "
+              "events (25 MiB buckets overlapping the last micro-batch's backward; ZeRO >= 1: "
+              "reduce-scatter, then the weights' all-gather after the optimizer; across nodes "
+              "the hierarchical collective over the NICs), with the backward's slowdown by "
+              "the collectives. Energy: the rows' device energies plus static power while a "
+              "GPU waits (bubble, communication), plus the links' bytes, the NVSwitch chips "
+              "and the NICs; GPU W: each GPU's average power (its part only), of its TDP.",
+              "",
               "| model | system | split | ZeRO | recompute | micro-batch x count | step s | "
-              "tokens/s | MFU | GB per GPU | J/token | W per GPU |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+              "TP s | DP s | tokens/s | MFU | GB per GPU | J/token | GPU W |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | "
+              "--- |",
               *train_rows()]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -167,7 +167,9 @@ def test_contention_lengthens_backward_by_share_times_overlap() -> None:
     dgx = load_system("dgx-a100")
     system = fast_system(device_to_device=dgx.device_to_device)
     sc = scenario(model="resnet50", batch=16, prefetch_batches=2)
-    kw = dict(dataset=shards(), device_profile=load_profile("a100"), steps=3, bucket_mb=5.0)
+    # every device as fast as the one alone: the identity is contention's, not the spread's
+    kw = dict(dataset=shards(), device_profile=load_profile("a100"), steps=3, bucket_mb=5.0,
+              device_spread=0.0)
     alone = simulate_training(TrainConfig(sc, system, devices=1, **kw))
     res = simulate_training(TrainConfig(sc, system, devices=8, **kw))
     bwd = alone.records[alone.records["detail"] == "backward"]["duration_s"]
@@ -259,6 +261,23 @@ def test_pipeline_refuses_nvls_without_in_switch_reduction() -> None:
     assert run(system=fast_system(device_to_device=replace(
         load_system("dgx-h100").device_to_device, bandwidth_bytes_per_s=FAST_BW)),
         allreduce="nvls").allreduce_algorithm == "nvls"
+
+
+@pytest.mark.parametrize("algorithm", ["nvls", "auto", "tree"])
+def test_simulate_takes_every_algorithm_the_model_takes(capsys: pytest.CaptureFixture[str],
+                                                        algorithm: str) -> None:
+    assert main(["simulate", "mlp", "--mode", "train", "--hw", "dgx-h100", "--steps", "2",
+                 "--devices", "2", "--allreduce", algorithm, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["allreduce_algorithm"]
+    assert got == algorithm if algorithm != "auto" else got in ("ring", "tree", "nvls")
+
+
+def test_simulate_refuses_nvls_where_the_switch_cannot_reduce(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "mlp", "--mode", "train", "--hw", "dgx-a100", "--steps", "2",
+                 "--allreduce", "nvls"]) == 2
+    err = capsys.readouterr().err
+    assert "nvls needs a switch" in err and err.count("\n") == 1
 
 
 def test_parse_sizes_powers_of_two() -> None:

@@ -20,6 +20,7 @@ from accelsim.devices.null import NullProfile
 from accelsim.errors import AccelsimError
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.decode import load_decoder
+from accelsim.sim.part_energy import busy_s
 from accelsim.sim.run import TrainResult, simulate_training
 from accelsim.sim.system import load_system
 from accelsim.storage.media import load_storage
@@ -108,17 +109,64 @@ def draw_j(count: int, idle_w: float, active_w: float, run_s: float, busy_s: flo
 def test_storage_nic_and_switch_energy_follow_idle_plus_active_draw() -> None:
     dgx = load_system("dgx-a100")
     nvme = load_storage("nvme-gen4")
-    res = run("cpu", devices=8, system=fast_system(storage=replace(
+    # one all-reduce per step, as one message: the switches are busy steps x its time
+    res = run("cpu", devices=8, overlap_allreduce=False, system=fast_system(storage=replace(
         nvme, read_bandwidth_bytes_per_s=1e9), storage_count=2))
-    e, df, run_s = res.energy_breakdown_j, res.records, res.run_time_s
-    store_busy = df.loc[df["resource"] == "storage", "duration_s"].sum()
+    e, run_s = res.energy_breakdown_j, res.run_time_s
+    # every sample's 1 MiB read once, at the two drives' striped bandwidth
+    store_busy = STEPS * 8 * BATCH * 2**20 / (2 * 1e9)
     assert math.isclose(e["storage"], draw_j(2, nvme.idle_power_w, nvme.active_power_w, run_s,
                                              store_busy), rel_tol=1e-9)
-    sw, comm = dgx.device_to_device, df.loc[df["kind"] == "allreduce", "duration_s"].sum()
+    sw, comm = dgx.device_to_device, STEPS * res.allreduce_time_s
     assert math.isclose(e["switches"], draw_j(sw.switch_count, sw.idle_power_w,
                                               sw.active_power_w, run_s, comm), rel_tol=1e-9)
     assert e["nics"] == 0.0  # local storage, one node: the network is not used
     assert math.isclose(e["total"], sum(v for k, v in e.items() if k != "total"))
+
+
+def _records(rows: list[tuple[str, str, float, float]]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=["resource", "kind", "start_s", "end_s"])
+    return df.assign(duration_s=df["end_s"] - df["start_s"])
+
+
+def test_overlapping_records_are_busy_once() -> None:
+    df = _records([("storage", "read", 0.0, 2.0), ("storage", "read", 1.0, 3.0),
+                   ("storage", "read", 1.5, 1.5), ("storage", "read", 5.0, 6.0),
+                   ("network", "read", 0.0, 9.0)])
+    assert busy_s(df, "storage") == pytest.approx(2.0 + 1.0 + 1.0)  # [0, 3] and [5, 6]
+
+
+def test_switches_idle_during_the_cross_node_phase_only() -> None:
+    df = _records([("nvswitch", "allreduce", 0.0, 10.0), ("network", "allreduce", 2.0, 5.0),
+                   ("network", "read", 6.0, 8.0), ("network", "allreduce", 9.0, 12.0)])
+    # [0, 10] less the all-reduce phases on the NICs inside it, [2, 5] and [9, 10]
+    assert busy_s(df, "nvswitch", idle_during="network") == pytest.approx(10.0 - 3.0 - 1.0)
+
+
+def test_switches_idle_during_every_collective_kind_on_the_network() -> None:
+    """ZeRO's reduce-scatter and all-gather phases (LLM training) idle the switches as an
+    all-reduce's do."""
+    df = _records([("nvswitch", "reducescatter", 0.0, 10.0),
+                   ("network", "reducescatter", 1.0, 2.0), ("network", "allgather", 4.0, 7.0),
+                   ("network", "alltoall", 8.0, 8.5)])
+    assert busy_s(df, "nvswitch", idle_during="network") == pytest.approx(10.0 - 1.0 - 3.0 - 0.5)
+
+
+def test_multinode_switch_energy_leaves_out_the_network_phase() -> None:
+    dgx = load_system("dgx-a100")
+    res = run("cpu", devices=8, nodes=2, system=fast_system(
+        device_to_device=dgx.device_to_device, network=dgx.network, nic_count=dgx.nic_count))
+    df, run_s, sw, net = res.records, res.run_time_s, dgx.device_to_device, dgx.network
+    comm = df[df["kind"] == "allreduce"]
+    on_net = comm[comm["resource"] == "network"]
+    assert len(on_net) > 0
+    # each bucket's cross-node phase lies inside its in-node record; buckets run one by one
+    in_node = comm[comm["resource"] != "network"]["duration_s"].sum()
+    busy = in_node - on_net["duration_s"].sum()
+    # both nodes' switches
+    expected = 2 * (dgx.nic_count * net.switch_port_power_w * run_s
+                    + draw_j(sw.switch_count, sw.idle_power_w, sw.active_power_w, run_s, busy))
+    assert math.isclose(res.energy_breakdown_j["switches"], expected, rel_tol=1e-9)
 
 
 def test_unknown_power_is_null_with_a_note_never_zero() -> None:

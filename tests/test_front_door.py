@@ -20,13 +20,13 @@ def run_cli(capsys, *args):
     return code, out, err
 
 
-@pytest.mark.parametrize("mode,extra", [
-    ("infer", ()), ("train", ("--steps", "2")), ("serve", ("--rate", "10", "--requests", "50")),
+@pytest.mark.parametrize("mode,extra", [  # a served decoder's prompt: --prompt-tokens
+    ("infer", ("--seq-len", "2048")), ("train", ("--seq-len", "2048", "--steps", "2")),
+    ("serve", ("--prompt-tokens", "2048", "--rate", "10", "--requests", "50")),
 ])
 def test_out_of_memory_is_a_result_in_every_mode(capsys, mode, extra):
     code, out, err = run_cli(capsys, "simulate", "llama2_7b", "--hw", "t4", "--mode", mode,
-                             "--precision", "fp16", "--seq-len", "2048", "--batch", "64", *extra,
-                             "--json")
+                             "--precision", "fp16", "--batch", "64", *extra, "--json")
     assert code == 0, err
     obj = json.loads(out)
     mem = obj["memory"]
@@ -37,7 +37,7 @@ def test_out_of_memory_is_a_result_in_every_mode(capsys, mode, extra):
     assert mem["weights_bytes"] > 0 and mem["activations_bytes"] > 0
     assert obj["notes"][0].startswith("does not fit")
     code, out, _ = run_cli(capsys, "simulate", "llama2_7b", "--hw", "t4", "--mode", mode,
-                           "--precision", "fp16", "--seq-len", "2048", "--batch", "64", *extra)
+                           "--precision", "fp16", "--batch", "64", *extra)
     assert code == 0 and out.splitlines()[0].startswith("DOES NOT FIT")
 
 

@@ -129,3 +129,11 @@ def test_a_mostly_idle_server_draws_static_power_plus_at_most_tdp_while_busy():
     busy = r["engine_busy_fraction"]
     assert busy < 0.1
     assert static_w * (1 - busy) <= r["average_power_w"] <= static_w + busy * tdp_w
+
+
+def test_serving_a_decoder_without_llm_knobs_runs_the_token_engine_and_says_its_lengths():
+    r = run("llama2_7b", "a100", mode="serve", rate=2.0, requests=60)
+    assert r["ttft_p50_s"] > 0 and r["tpot_p50_s"] > 0
+    assert any("512 prompt and 128 output tokens" in n for n in r["notes"])
+    with pytest.raises(AccelsimError, match="max_wait_ms applies to the request-level"):
+        run("llama2_7b", "a100", mode="serve", rate=2.0, requests=60, max_wait_ms=5)

@@ -2,11 +2,14 @@
 parameter, 6 x params FLOPs per token plus attention, the replicas' gradient all-reduce, and
 what recomputation trades."""
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
-from accelsim.interconnect.nccl import collective_time_s
+from accelsim.interconnect.nccl import achievable
 from accelsim.llm.costs import Platform
 from accelsim.llm.models import decoder
 from accelsim.llm.parallel import layout
@@ -31,26 +34,79 @@ def test_zero_shards_sixteen_bytes_per_parameter_stage_by_stage(zero):
 
 def test_model_flops_are_six_per_parameter_per_token_plus_attention():
     s = 1024
-    out = train_step(PLAT, LAY, TrainSplit(1, 2, s), 80e9)
+    out = train_step(PLAT, LAY, TrainSplit(1, 2, s), 80e9, SYSTEM)
     gemm_params = CFG.n_layers * (CFG.attention_params() + CFG.expert_params())
     head = CFG.vocab * CFG.d_model  # logits of every token for the loss
     attention = CFG.n_layers * CFG.n_heads * (4 * CFG.head_dim + 5) * (s + 1) / 2  # causal
     assert out["flops_per_token"] == pytest.approx(3 * (2 * (gemm_params + head) + attention))
 
 
-def test_replicas_add_one_gradient_all_reduce_per_step():
-    one = train_step(PLAT, LAY, TrainSplit(1, 1, 1024), 80e9)
-    eight = train_step(PLAT, LAY, TrainSplit(8, 1, 1024), 80e9)
-    psi = CFG.params - CFG.d_model
-    ar_s, _ = collective_time_s("allreduce", "auto", 8, 2 * psi, SYSTEM.device_to_device)
+def _ring_s(n, n_bytes, link, steps):
+    """Ring closed form by hand: `steps` x (n-1) hops of n_bytes / n at the link's achievable
+    bandwidth, each paying its latency (all-reduce: 2, reduce-scatter or all-gather: 1)."""
+    bw = achievable(link).bandwidth_bytes_per_s
+    return steps * ((n - 1) / n * n_bytes / bw + (n - 1) * link.latency_s)
+
+
+@pytest.mark.parametrize("overlap, bucket", [(False, 25 * 2**20), (True, 2**40)])
+def test_one_message_all_reduce_adds_the_ring_closed_form_to_the_step(overlap, bucket):
+    one = train_step(PLAT, LAY, TrainSplit(1, 1, 1024), 80e9, SYSTEM)
+    eight = train_step(PLAT, LAY, TrainSplit(8, 1, 1024, overlap_dp=overlap,
+                                             bucket_bytes=bucket), 80e9, SYSTEM)
+    grads = 2 * (CFG.params - CFG.d_model)  # bf16 gradients of all but the final norm
+    ar_s = _ring_s(8, grads, SYSTEM.device_to_device, 2)
     assert eight["dp_comm_s"] == pytest.approx(ar_s)
     assert eight["step_time_s"] == pytest.approx(one["step_time_s"] + ar_s)
     assert eight["tokens_per_s"] == pytest.approx(8 * 1024 / eight["step_time_s"])
+    assert eight["dp_collectives"] == 1
+
+
+def test_buckets_overlap_backward_and_carry_every_gradient_byte_once():
+    link = SYSTEM.device_to_device
+    whole = train_step(PLAT, LAY, TrainSplit(8, 1, 1024, overlap_dp=False), 80e9, SYSTEM)
+    split = TrainSplit(8, 1, 1024, bucket_bytes=25 * 2**20)
+    out = train_step(PLAT, LAY, split, 80e9, SYSTEM)
+    grads = 2 * (CFG.params - CFG.d_model)
+    assert out["dp_collectives"] == -(-grads // (25 * 2**20))
+    records = run_records(split)
+    # ring all-reduce: every GPU sends 2 (n-1)/n of its gradients, 8 GPUs together
+    assert records["bytes"].sum() == pytest.approx(2 * 7 * grads)
+    assert records["energy_j"].sum() == pytest.approx(2 * 7 * grads * 8 * link.energy_j_per_bit)
+    # the last bucket (the embedding's gradients, ready as backward ends) stays exposed
+    last = records["duration_s"].iloc[-1]
+    assert last <= out["dp_comm_s"] < whole["dp_comm_s"]
+
+
+def run_records(split):
+    """The collectives' records of a step (not the GPU's backward and optimizer beside them)."""
+    records = train_step(PLAT, LAY, split, 80e9, SYSTEM)["records"]
+    return records[records["resource"] != "accel0"]
+
+
+def test_zero_reduce_scatters_then_gathers_the_updated_weights():
+    one = train_step(PLAT, LAY, TrainSplit(1, 1, 1024, zero=1), 80e9, SYSTEM)
+    out = train_step(PLAT, LAY, TrainSplit(8, 1, 1024, zero=2, overlap_dp=False), 80e9, SYSTEM)
+    psi = CFG.params - CFG.d_model
+    rs_s = _ring_s(8, 2 * psi, SYSTEM.device_to_device, 1)
+    ag_s = _ring_s(8, 2 * psi, SYSTEM.device_to_device, 1)
+    assert out["dp_comm_s"] == pytest.approx(rs_s + ag_s)
+    kinds = run_records(TrainSplit(8, 1, 1024, zero=2, overlap_dp=False))["kind"].tolist()
+    assert kinds == ["reducescatter", "allgather"]
+    # the optimizer updates 1/8 of the weights on each GPU
+    assert out["optimizer_s"] == pytest.approx(one["optimizer_s"] / 8, rel=0.05)
+
+
+def test_nodes_run_the_cross_node_phase_on_the_nics():
+    one = train_step(PLAT, LAY, TrainSplit(8, 1, 1024), 80e9, SYSTEM)
+    two = train_step(PLAT, LAY, TrainSplit(16, 1, 1024, nodes=2), 80e9, SYSTEM)
+    assert set(two["records"]["resource"]) == {"d2d", "network", "accel0"}
+    assert two["dp_comm_s"] > one["dp_comm_s"] and two["devices"] == 16
+    assert two["energy_breakdown_j"]["nics"] > 0 == one["energy_breakdown_j"]["nics"]
 
 
 def test_recomputation_trades_a_forward_for_activation_memory():
-    plain = train_step(PLAT, LAY, TrainSplit(1, 4, 2048), 80e9)
-    again = train_step(PLAT, LAY, TrainSplit(1, 4, 2048, recompute=True), 80e9)
+    plain = train_step(PLAT, LAY, TrainSplit(1, 4, 2048), 80e9, SYSTEM)
+    again = train_step(PLAT, LAY, TrainSplit(1, 4, 2048, recompute=True), 80e9, SYSTEM)
     assert again["memory"]["activations_bytes"] < plain["memory"]["activations_bytes"] / 4
     extra = CFG.n_layers * plain["forward_s_per_layer"]
     assert again["step_time_s"] == pytest.approx(plain["step_time_s"] + extra)
@@ -59,8 +115,8 @@ def test_recomputation_trades_a_forward_for_activation_memory():
 
 def test_the_pipeline_bubble_shrinks_with_microbatches():
     lay = layout(CFG, SYSTEM, 1, 4)
-    few = train_step(PLAT, lay, TrainSplit(1, 1, 1024, microbatches=1), 80e9)
-    many = train_step(PLAT, lay, TrainSplit(1, 1, 1024, microbatches=12), 80e9)
+    few = train_step(PLAT, lay, TrainSplit(1, 1, 1024, microbatches=1), 80e9, SYSTEM)
+    many = train_step(PLAT, lay, TrainSplit(1, 1, 1024, microbatches=12), 80e9, SYSTEM)
     assert few["pipeline_bubble"] == pytest.approx(3 / 4)
     assert many["pipeline_bubble"] == pytest.approx(3 / 15)
 
@@ -81,8 +137,8 @@ def test_training_runs_from_the_command_line_knobs_and_refuses_pipeline_knobs():
 def test_training_energy_is_within_the_tdp_and_replicas_add_static_power_while_exchanging():
     from accelsim.devices.energy import static_power_w
 
-    one = train_step(PLAT, LAY, TrainSplit(1, 1, 1024), 80e9)
-    eight = train_step(PLAT, LAY, TrainSplit(8, 1, 1024), 80e9)
+    one = train_step(PLAT, LAY, TrainSplit(1, 1, 1024), 80e9, SYSTEM)
+    eight = train_step(PLAT, LAY, TrainSplit(8, 1, 1024), 80e9, SYSTEM)
     tdp_w, static_w = PLAT.profile.power.tdp_w, static_power_w(PLAT.profile)
     for out, gpus in ((one, 1), (eight, 8)):
         per_gpu_w = out["average_power_w"] / gpus
@@ -90,21 +146,113 @@ def test_training_energy_is_within_the_tdp_and_replicas_add_static_power_while_e
         assert out["energy_j_per_token"] == pytest.approx(
             out["average_power_w"] * out["step_time_s"] / out["global_batch_tokens"])
     # each replica does the same work, then idles at static power through the all-reduce
-    assert eight["energy_j"] == pytest.approx(
-        8 * one["energy_j"] + 8 * static_w * eight["dp_comm_s"])
+    acc = {k: out["energy_breakdown_j"]["accelerators"] for k, out in (("1", one), ("8", eight))}
+    assert acc["8"] == pytest.approx(8 * acc["1"] + 8 * static_w * eight["dp_comm_s"])
+    # the rest: the links' bytes and the NVSwitch chips, idle or busy
+    parts = eight["energy_breakdown_j"]
+    assert eight["energy_j"] == pytest.approx(sum(parts.values()))
+    assert parts["links"] > 0 and parts["switches"] > 0
 
 
 def test_recomputation_costs_energy_and_a_pipeline_bubble_draws_static_power():
     from accelsim.devices.energy import static_power_w
 
-    plain = train_step(PLAT, LAY, TrainSplit(1, 4, 2048), 80e9)
-    again = train_step(PLAT, LAY, TrainSplit(1, 4, 2048, recompute=True), 80e9)
+    plain = train_step(PLAT, LAY, TrainSplit(1, 4, 2048), 80e9, SYSTEM)
+    again = train_step(PLAT, LAY, TrainSplit(1, 4, 2048, recompute=True), 80e9, SYSTEM)
     assert again["energy_j"] > plain["energy_j"]
     # the same work on 4 stages: three stage passes of each GPU idle in the bubble
     static_w = static_power_w(PLAT.profile)
-    flat = train_step(PLAT, LAY, TrainSplit(1, 1, 1024), 80e9)
-    staged = train_step(PLAT, layout(CFG, SYSTEM, 1, 4), TrainSplit(1, 1, 1024), 80e9)
+    flat = train_step(PLAT, LAY, TrainSplit(1, 1, 1024), 80e9, SYSTEM)
+    staged = train_step(PLAT, layout(CFG, SYSTEM, 1, 4), TrainSplit(1, 1, 1024), 80e9, SYSTEM)
     idle_gpu_s = 4 * staged["step_time_s"] - flat["step_time_s"]
     # NB rel: each stage updates its own quarter of the weights (optimizer rows differ a hair)
-    assert staged["energy_j"] == pytest.approx(flat["energy_j"] + static_w * idle_gpu_s,
-                                               rel=5e-3)
+    acc = {k: out["energy_breakdown_j"]["accelerators"] for k, out in (("flat", flat),
+                                                                       ("staged", staged))}
+    assert acc["staged"] == pytest.approx(acc["flat"] + static_w * idle_gpu_s, rel=5e-3)
+
+
+def test_tensor_parallel_collectives_run_as_the_inference_events_each_way():
+    from accelsim.interconnect.nccl import collective_time_s
+
+    assert train_step(PLAT, LAY, TrainSplit(1, 1, 1024), 80e9, SYSTEM)["tp_events"] == 0
+    plat = Platform(CFG, load_profile("a100"), "compiled", "bf16", "bf16", 2)
+    msg = 1024 * CFG.d_model * 2  # one micro-batch's bf16 hidden states
+    ar_s = collective_time_s("allreduce", "auto", 2, msg, SYSTEM.device_to_device)[0]
+    serial = train_step(plat, layout(CFG, SYSTEM, 2, 1), TrainSplit(1, 1, 1024), 80e9, SYSTEM)
+    # Megatron-LM: two all-reduces per layer forward, two backward, on the critical path
+    assert serial["tp_events"] == 4 * CFG.n_layers
+    assert serial["tp_comm_s"] == pytest.approx(4 * CFG.n_layers * ar_s)
+    hidden = train_step(plat, layout(CFG, SYSTEM, 2, 1, overlap_tp=True),
+                        TrainSplit(1, 1, 1024), 80e9, SYSTEM)
+    # overlapped (each all-reduce shorter than a layer): only the last layer's of each pass
+    assert hidden["tp_comm_s"] == pytest.approx(2 * 2 * ar_s)
+
+
+def test_expert_parallel_training_moves_the_all_to_all_bytes_both_ways():
+    from accelsim.interconnect.nccl import collective_time_s
+    from accelsim.llm.train import tp_link_energy
+
+    moe = decoder("mixtral_8x7b")
+    plat = Platform(moe, load_profile("a100"), "compiled", "bf16", "bf16", 8, True)
+    lay = layout(moe, SYSTEM, 8, 1, expert_parallel=True)
+    out = train_step(plat, lay, TrainSplit(1, 1, 1024), 80e9, SYSTEM)
+    link, k = SYSTEM.device_to_device, moe.experts_per_token
+    msg = 1024 * moe.d_model * 2
+    ar_s = collective_time_s("allreduce", "auto", 8, msg, link)[0]
+    a2a_s = _ring_s(8, k * msg, link, 1)  # pairwise exchange: (n-1)/n of the buffer, n-1 steps
+    # per layer and pass: the attention's all-reduce, the experts' dispatch and combine
+    assert out["tp_events"] == 2 * 3 * moe.n_layers
+    assert out["tp_comm_s"] == pytest.approx(2 * moe.n_layers * (ar_s + 2 * a2a_s))
+    wire = moe.n_layers * 2 * (2 * 7 * msg + 2 * 7 * k * msg)  # all-reduce: 2(n-1)M in all
+    energy = tp_link_energy(plat, lay, TrainSplit(1, 1, 1024), 1024, 0.0)["energy_j"]
+    assert energy == pytest.approx(wire * 8 * link.energy_j_per_bit)
+
+
+def test_across_nodes_each_tp_rank_gets_its_share_of_the_nics():
+    plat = Platform(CFG, load_profile("a100"), "compiled", "bf16", "bf16", 8)
+    lay = layout(CFG, SYSTEM, 8, 1)
+    split = TrainSplit(2, 1, 1024, nodes=2, overlap_dp=False)
+    out = train_step(plat, lay, split, 80e9, SYSTEM)
+    grads = out["memory"]["gradients_bytes"]  # ZeRO 0: every GPU's whole shard
+    net = SYSTEM.network
+    assert SYSTEM.gpudirect_rdma  # no staging through host memory
+    # 8 TP ranks per node run 8 groups at once over the node's NICs: one NIC's worth each;
+    # one GPU per node in a group, so the whole all-reduce is the 2-node ring on the network
+    bw = SYSTEM.nic_count * achievable(net).bandwidth_bytes_per_s / 8
+    assert out["dp_comm_s"] == pytest.approx(grads / bw + 2 * net.latency_s)
+
+
+def test_zero_three_gathers_the_weights_for_each_forward_and_backward_instead():
+    psi = CFG.params - CFG.d_model
+    link = SYSTEM.device_to_device
+    for m in (1, 3):
+        out = train_step(PLAT, LAY, TrainSplit(8, 1, 1024, microbatches=m, zero=3,
+                                               overlap_dp=False), 80e9, SYSTEM)
+        # one reduce-scatter of the gradients, two all-gathers of the weights per micro-batch
+        assert out["dp_comm_s"] == pytest.approx((1 + 2 * m) * _ring_s(8, 2 * psi, link, 1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(1e-4, 1e-2), min_size=1, max_size=12),
+       st.lists(st.floats(1e5, 3e8), min_size=1, max_size=12), st.floats(1e5, 5e8),
+       st.sampled_from([0, 2]))
+def test_the_exchange_conserves_bytes_and_overlap_never_ends_later(seg_s, seg_bytes, bucket,
+                                                                   zero):
+    from accelsim.interconnect.multinode import fabric
+    from accelsim.llm.dp_events import DpPlan, dp_exchange
+
+    n = min(len(seg_s), len(seg_bytes))
+    seg_s, seg_bytes = np.array(seg_s[:n]), np.array(seg_bytes[:n])
+    fab = fabric(SYSTEM, 1, 8)
+    runs = {o: dp_exchange(fab, DpPlan(zero, o, bucket), seg_s, seg_bytes, 0.0, 1e-3,
+                           float(seg_bytes.sum()) if zero else 0.0) for o in (False, True)}
+    total = float(seg_bytes.sum())
+    for ex in runs.values():
+        wire = ex.records.loc[ex.records["resource"] == "d2d", "bytes"].sum()
+        assert wire == pytest.approx(2 * 7 * total)  # ring: 2 (n-1) M in all, either way
+        busy = ex.records.loc[ex.records["resource"] == "d2d", "duration_s"].sum()
+        assert ex.end_s >= max(seg_s.sum(), busy) + 1e-3 - 1e-12
+    # no contention: overlapping only helps, but for each extra bucket's latency (2 (n-1) L)
+    extra_s = (runs[True].collectives - runs[False].collectives) * 2 * 7 * \
+        SYSTEM.device_to_device.latency_s
+    assert runs[True].end_s <= runs[False].end_s + extra_s + 1e-12

@@ -295,3 +295,26 @@ def test_sequence_knob_sweeps(tmp_path, capsys) -> None:
     assert points[1]["required_bytes"] > points[0]["required_bytes"]
     f16, f32 = (totals(model_graph(path, seq_len=s))["flops_per_sample"] for s in (16, 32))
     assert f32 > 2 * f16  # linear layers scale with S, the attention scores with S^2
+
+
+def test_execute_imports_the_file_once_per_modification(tmp_path, monkeypatch):
+    # --execute reads the weights on every forward pass: one import must serve them all, and
+    # an edited file must be imported again.
+    import os
+
+    from accelsim.kernels.execute import time_graph
+    from accelsim.workload.importers import onnx as importer
+
+    loads = []
+    real_load = importer._load
+    monkeypatch.setattr(importer, "_load", lambda path: loads.append(path) or real_load(path))
+    importer._cached_import.cache_clear()
+    path = save(tmp_path, b.mnist_mlp(hidden=32))
+    graph = model_graph(str(path))
+    time_graph(graph, 2, "fp32", repeats=3)
+    assert len(loads) == 1
+    weights = importer.read_weights(path)
+    assert all(not a.flags.writeable for p in weights.values() for a in p.values())
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    importer.read_weights(path)
+    assert len(loads) == 2

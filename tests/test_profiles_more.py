@@ -160,9 +160,10 @@ def test_versal_dpu_peak_is_pg389s_formula(specs) -> None:
     """PG389: peak = 256 ops x CPB_N x BATCH_N x CU_N x AIE clock; C32B1CU1 = 10.24 TOPS."""
     ov = load_profile("vck190").compute.overlay
     per_aie = spec(specs, "AMD/Xilinx DPUCVDX8G (Versal DPU)", "aie_ops_per_clock")[0]
-    assert ov.peak_int8_ops_per_s == pytest.approx(per_aie * 32 * ov.cores * ov.clock_hz)
+    # engines = BATCH_N x CU_N (cores x images_per_core)
+    assert ov.peak_int8_ops_per_s == pytest.approx(per_aie * 32 * ov.engines * ov.clock_hz)
     c32b1 = spec(specs, "AMD/Xilinx DPUCVDX8G (Versal DPU)", "peak_tops_C32B1CU1")[0]
-    assert ov.peak_int8_ops_per_s == pytest.approx(ov.cores * c32b1 * T)
+    assert ov.peak_int8_ops_per_s == pytest.approx(ov.engines * c32b1 * T)
 
 
 @pytest.mark.parametrize("name", ["alveo-u200", "zcu102", "zcu104", "kv260"])

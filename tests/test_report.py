@@ -4,10 +4,6 @@ simulations; opened in a real headless browser (Chromium) when one is installed.
 import base64
 import json
 import re
-import shutil
-import subprocess
-from html.parser import HTMLParser
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,55 +15,9 @@ from accelsim.plots.timeline import step_window
 from accelsim.report import report
 from accelsim.report.html import table
 from accelsim.report.relief import WHATIF_STEPS, format_metric
+from tests.report_pages import Page, chromium, load_in_chromium
 
 TRAIN = ("resnet50-train", "dgx-a100", {"steps": 12, "prep_workers": 2})
-
-
-class Page(HTMLParser):
-    """The parts of a report a test reads: img sources, link targets, tables by id (rows of
-    cell texts, and each row's attributes), the body's attributes, section ids in order."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.srcs, self.hrefs, self.sections = [], [], []
-        self.tables: dict[str, list[list[str]]] = {}
-        self.row_attrs: dict[str, list[dict[str, str]]] = {}
-        self.body: dict[str, str] = {}
-        self.csp = ""
-        self._table = self._cell = None
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if "src" in a:
-            self.srcs.append(a["src"])
-        if "href" in a:
-            self.hrefs.append(a["href"])
-        if tag == "meta" and a.get("http-equiv") == "Content-Security-Policy":
-            self.csp = a["content"]
-        if tag == "body":
-            self.body = a
-        elif tag == "section":
-            self.sections.append(a.get("id", ""))
-        elif tag == "table" and a.get("id"):
-            self._table = a["id"]
-            self.tables[self._table], self.row_attrs[self._table] = [], []
-        elif tag == "tr" and self._table:
-            self.tables[self._table].append([])
-            self.row_attrs[self._table].append(a)
-        elif tag in ("td", "th") and self._table:
-            self._cell = []
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._table and self._cell is not None:
-            self.tables[self._table][-1].append("".join(self._cell).strip())
-            self._cell = None
-        elif tag == "table":
-            self._table = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell.append(data)
 
 
 @pytest.fixture(scope="module")
@@ -181,26 +131,11 @@ def test_accelerator_time_covers_the_run_and_the_window_the_steps():
     assert step_window(pd.DataFrame(columns=res.events.columns), 2) == (0.0, 0.0)
 
 
-def _chromium() -> str | None:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    return found or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-
-
-@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed")
+@pytest.mark.skipif(chromium() is None, reason="Chromium is not installed")
 def test_page_loads_in_chromium_with_every_figure_and_no_console_message(train_page, tmp_path):
     path, text = train_page
-    proc = subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--disable-component-update", "--no-first-run",
-         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-         "--dump-dom", path.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    # Console messages (errors, CSP violations, uncaught exceptions) are logged as
-    # `...:INFO:CONSOLE:<line>] "message", source: ...` (older: `CONSOLE(<line>)`).
-    console = [ln for ln in proc.stderr.splitlines() if re.search(r":CONSOLE[(:]", ln)]
-    assert not console and "Uncaught" not in proc.stderr, console
-    loaded = re.search(r'data-figures-loaded="(\d+)"', proc.stdout)
-    assert loaded, proc.stdout[:500]
-    in_dom = len(re.findall(r"<img\b", proc.stdout))
+    dom = load_in_chromium(path, tmp_path / "profile")
+    loaded = re.search(r'data-figures-loaded="(\d+)"', dom)
+    assert loaded, dom[:500]
+    in_dom = len(re.findall(r"<img\b", dom))
     assert int(loaded.group(1)) == in_dom == int(Page(text).body["data-figures"]) >= 5

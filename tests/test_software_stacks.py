@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -198,15 +199,33 @@ def test_the_cli_states_the_stack_and_lists_them(capsys) -> None:  # noqa: ANN00
     assert set(ISSUE_STACKS) <= listed
 
 
-def test_a_served_batch_pays_the_server_stack_per_request() -> None:
-    """Serving batches single-sample requests: triton's per-request time is charged once per
-    request, i.e. (b - 1) more times than in the estimate of one b-sample request."""
+def test_a_served_batch_pays_the_server_stack_per_request(tmp_path: Path) -> None:
+    """Serving batches single-sample requests: a server stack's per-request time is charged
+    once per request, i.e. (b - 1) more times than in the estimate of one b-sample request.
+    (A copy of triton with 20 us per request: the shipped fitted value may be 0.)"""
     from accelsim.sim.service import service_table
 
+    text = (STACK_DIR / "triton.toml").read_text(encoding="utf-8")
+    stack = tmp_path / "server.toml"
+    stack.write_text(re.sub(r"(?m)^per_request_us = .*$", "per_request_us = 20.0", text),
+                     encoding="utf-8")
     graph, v100 = build_model("resnet18"), load_profile("v100")
-    table = service_table(graph, v100, None, 4, "fp16", "triton")
-    per_request_s = builtin_stacks()["triton"].per_request_s
-    assert per_request_s > 0
+    table = service_table(graph, v100, None, 4, "fp16", str(stack))
+    per_request_s = 20e-6
     for b in (1, 4):
-        one_request = estimate(graph, v100, b, "fp16", "infer", "triton").step_time_s
+        one_request = estimate(graph, v100, b, "fp16", "infer", str(stack)).step_time_s
         assert table.loc[b, "compute_s"] == pytest.approx(one_request + (b - 1) * per_request_s)
+
+
+def test_gpu_fitted_modifiers_do_not_reach_other_classes() -> None:
+    """A stack whose [efficiency] modifiers hold on GPUs only (`efficiency_classes`) runs a CPU
+    at modifiers 1; without the field a modifier holds on every class of the stack."""
+    from accelsim.devices.software import load_stack
+
+    mxnet = load_stack("mxnet")
+    assert mxnet.efficiency_classes == ("gpu",)
+    assert mxnet.modifier("tensor_core", "gpu") == mxnet.efficiency["tensor_core"] != 1.0
+    assert mxnet.modifier("tensor_core", "cpu") == 1.0
+    assert mxnet.modifier("cuda_core", "cpu") == 1.0
+    open_stack = dataclasses.replace(mxnet, efficiency_classes=None)
+    assert open_stack.modifier("cuda_core", "cpu") == mxnet.efficiency["cuda_core"]

@@ -1,14 +1,21 @@
 """Fit a stack's CPU efficiencies and per-op overhead to timed calibration cases, in closed form.
 
-    work_s, kernels = unit_work_s(profile, case, "fp32")   # the model's time at efficiency 1
-    fit = fit_efficiencies(keys, work_s, kernels, measured_s)
+    work_s, serial_s, memory_s, kernels = unit_work_s(profile, case, "fp32")  # efficiency 1
+    fit = fit_with_pack(keys, work_s, serial_s, kernels, measured_s, dispatch_s, memory_s)
 
-The CPU class model (`accelsim.devices.cpu`) times a row as work / (peak x efficiency) plus the
-stack's dispatch time per kernel. Running it with every efficiency 1 and no dispatch gives each
-case's `work_s` (compute for GEMM, convolution, attention and vector cases; memory for streams),
-so the measured times obey t_i = work_s_i / e_(key_i) + kernels_i x t_kernel: linear in 1/e
-per key once t_kernel is the measured time of an empty op. Least squares through the origin
-gives each 1/e in closed form.
+The CPU class model (`accelsim.devices.cpu`) times a row as work / (peak x efficiency), plus,
+for a matmul, the serial passes over memory of BLAS packing and the stack's weight casts
+(bytes / (bandwidth x the stack's `pack` figure)), plus the stack's dispatch time per kernel;
+a memory-bound matmul (a GEMV) streams its DRAM bytes at the stack's `gemv` figure. Running it
+with every efficiency 1 and no dispatch gives each case's `work_s` (the micro-kernels' compute
+for GEMM, convolution and attention cases, compute for vector cases, memory for streams),
+`serial_s` and `memory_s`, so the measured times obey
+t_i = work_s_i / e_(key_i) + serial_s_i / e_(pack, precision) + kernels_i x t_kernel (or
+memory_s_i / e_(gemv, precision) + kernels_i x t_kernel where memory-bound), with t_kernel the
+measured time of an empty op: linear in the 1/e. Non-matmul keys (no serial term) take the
+least-squares slope through the origin of their key; the matmul keys of a precision, its
+`pack_<precision>` and `gemv_<precision>` figures one joint linear least squares
+(`fit_with_pack`). Both are closed forms.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from accelsim.calibrate.cases import Case
-from accelsim.devices.cpu import VECTOR_OPS, cpu_costs
+from accelsim.devices.cpu import VECTOR_OPS, cpu_costs, serial_stream_bytes
+from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.precision import hardware_key
 from accelsim.devices.software import (
     CPU_KERNELS,
@@ -34,34 +42,35 @@ from accelsim.workload.work import gemms_for, work_table
 
 MEMORY_KERNELS = ("stream",)  # kernels whose work is the memory term; the rest: compute
 MATMUL_KERNELS = ("gemm", "conv", "attention")
-# Per-core GEMM output blocks tried (m, n): the one whose fit errs least on the matmul cases.
-CORE_TILES = tuple((m, n) for m in (1, 4, 16, 64) for n in (4, 16, 64))
+BOUND_PASSES = 4  # fits of the joint matmul least squares while the cases' bounds settle
+PACK_KERNEL = "pack"  # the matmuls' packing and weight-cast passes (`pack_<precision>`)
 
 
 @dataclass(frozen=True)
 class Fit:
     """Fitted efficiency per key ("gemm_fp32", ...; fraction of the profile's peak), the
-    shared dispatch time per kernel (s), the fit's relative error per case, and the per-core
-    GEMM tile the cases' work was modelled with."""
+    shared dispatch time per kernel (s) and the fit's relative error per case."""
 
     efficiency: dict[str, float]
     per_kernel_s: float
     relative_error: np.ndarray
-    core_tile: tuple[int, int] | None = None  # the GEMM tile the work was modelled with
 
     @property
     def median_abs_error(self) -> float:
         return float(np.median(np.abs(self.relative_error)))
 
 
-def unit_stack(core_tile: tuple[int, int] | None = None) -> SoftwareStack:
-    """A stack with every CPU efficiency 1 and no host time: the model's pure work (GEMMs
-    blocked in `core_tile`, None: the class's tile)."""
+def unit_stack(weight_casts: bool = False) -> SoftwareStack:
+    """A stack with every CPU efficiency and modifier 1, no host time and no layout
+    conversions: the model's pure work (with autocast weight casts if `weight_casts`), GEMMs on
+    the class's micro-tile."""
     base = builtin_stacks()["pytorch-eager"]
     ones = {f"{k}_{p}": 1.0 for k in (*CPU_KERNELS, *CPU_OP_KEYS) for p in CPU_PRECISIONS}
     return dataclasses.replace(base, name="unit", fuses=(), per_step_s=0.0, per_request_s=0.0,
                                per_kernel_s={"cpu": 0.0}, cpu_efficiency=ones,
-                               host_single_thread_hz=None, cpu_core_tile=core_tile)
+                               host_single_thread_hz=None, cpu_core_tile=None,
+                               weight_casts=weight_casts, layout_conversions_per_conv=0.0,
+                               efficiency={k: 1.0 for k in base.efficiency})
 
 
 def case_key(case: Case, precision: str) -> str:
@@ -79,7 +88,7 @@ def with_group_figures(efficiency: dict[str, float]) -> dict[str, float]:
     groups: dict[str, list[float]] = {}
     for key, value in efficiency.items():
         kind, _, precision = key.rpartition("_")
-        if kind in MATMUL_KERNELS:
+        if kind in (*MATMUL_KERNELS, PACK_KERNEL, "gemv"):
             continue
         group = "vector" if kind in VECTOR_OPS else "stream"
         groups.setdefault(f"{group}_{precision}", []).append(value)
@@ -87,24 +96,44 @@ def with_group_figures(efficiency: dict[str, float]) -> dict[str, float]:
     return {**efficiency, **means}
 
 
-def unit_work_s(profile: Any, case: Case, precision: str,
-                core_tile: tuple[int, int] | None = None) -> tuple[float, float]:
-    """(the model's time of the case's op at efficiency 1 for its kernel's term, s; the kernels
-    the model charges dispatch for) on `profile` in `precision`, GEMMs blocked in
-    `core_tile` (None: the class's)."""
+def unit_work_s(profile: Any, case: Case, precision: str, weight_casts: bool = False
+                ) -> tuple[float, float, float, float]:
+    """(the model's time of the case's op at efficiency 1 for its kernel's term, s; its serial
+    passes over memory at efficiency 1 (packing, weight casts), s; its DRAM time at efficiency
+    1, s; the kernels the model charges dispatch for) on `profile` in `precision`, under a
+    stack that casts weights or not (`weight_casts`)."""
     work = work_table(case.graph, case.batch, precision).iloc[[-1]]
-    costs = cpu_costs(profile, work, gemms_for(case.graph, case.batch), hardware_key(precision),
-                      unit_stack(core_tile))
-    column = "memory_s" if case.kernel in MEMORY_KERNELS else "compute_s"
-    return float(costs[column].iloc[0]), float(costs["kernels"].iloc[0])
+    gemms = gemms_for(case.graph, case.batch)
+    stack = unit_stack(weight_casts)
+    key = hardware_key(precision)
+    costs = cpu_costs(profile, work, gemms, key, stack).iloc[0]
+    serial = serial_stream_bytes(profile, work, gemms, key, stack)
+    serial_s = float((serial["pack"] + serial["cast"] + serial["transpose"]).iloc[0]
+                     / profile.offchip_memory.bandwidth_bytes_per_s)
+    memory_s, kernels = float(costs["memory_s"]), float(costs["kernels"])
+    if case.kernel in MEMORY_KERNELS:
+        return memory_s, 0.0, memory_s, kernels
+    return float(costs["compute_s"]) - serial_s, serial_s, memory_s, kernels
+
+
+def serial_fixed_s(keys: list[str], serial_s: np.ndarray, efficiency: dict[str, float]
+                   ) -> np.ndarray:
+    """Each case's serial passes over memory (`unit_work_s`'s second figure) at the stream
+    efficiency the CPU model gives them: the stack's `stream_<precision>` group figure of the
+    fitted non-matmul keys (`with_group_figures`), else the class's assumed DRAM efficiency."""
+    groups = with_group_figures(efficiency)
+    default = load_efficiency("cpu")["assumed.dram_bandwidth_efficiency"]
+    return np.array([s / groups.get(f"stream_{k.rpartition('_')[2]}", default) if s else 0.0
+                     for k, s in zip(keys, serial_s, strict=True)])
 
 
 def fit_efficiencies(keys: list[str], work_s: np.ndarray, kernels: np.ndarray,
                      measured_s: np.ndarray, dispatch_s: float = 0.0,
-                     core_tile: tuple[int, int] | None = None) -> Fit:
+                     fixed_s: np.ndarray | None = None) -> Fit:
     """Per key, the least-squares slope through the origin of the time left after dispatch
-    against the model's work: 1/e = sum(x (t - k t0)) / sum(x^2), x = work_s, t = measured_s,
-    k = kernels, t0 = `dispatch_s` (an empty op's measured time). NB: in absolute time, so
+    and the fixed serial time against the model's work: 1/e = sum(x (t - k t0 - f)) / sum(x^2),
+    x = work_s, t = measured_s, k = kernels, t0 = `dispatch_s` (an empty op's measured time),
+    f = `fixed_s` (None: 0). NB: in absolute time, so
     the large cases, which dominate a network's time, dominate the fit; a key whose slope is
     not positive (every case dominated by dispatch) takes the median of its cases' ratios,
     each case's time after dispatch floored at a tenth of its measured time. Raises
@@ -116,7 +145,8 @@ def fit_efficiencies(keys: list[str], work_s: np.ndarray, kernels: np.ndarray,
     if np.any(work_s <= 0) or not np.all(np.isfinite(work_s)):
         raise AccelsimError("calibration: a case has no modelled work (not positive)")
     key_arr = np.asarray(keys)
-    left_s = measured_s - kernels * dispatch_s
+    fixed = np.zeros_like(measured_s) if fixed_s is None else np.asarray(fixed_s, dtype=float)
+    left_s = measured_s - kernels * dispatch_s - fixed
     efficiency: dict[str, float] = {}
     predicted_s = np.empty_like(measured_s)
     for name in sorted(set(keys)):
@@ -126,27 +156,79 @@ def fit_efficiencies(keys: list[str], work_s: np.ndarray, kernels: np.ndarray,
         if slope <= 0:
             slope = float(np.median(np.maximum(left_s[rows], 0.1 * measured_s[rows]) / x))
         efficiency[name] = 1.0 / slope
-        predicted_s[rows] = x * slope + kernels[rows] * dispatch_s
+        predicted_s[rows] = x * slope + kernels[rows] * dispatch_s + fixed[rows]
     return Fit(efficiency=efficiency, per_kernel_s=float(dispatch_s),
-               relative_error=predicted_s / measured_s - 1.0, core_tile=core_tile)
+               relative_error=predicted_s / measured_s - 1.0)
 
 
-def fit_core_tile(rows: list[dict[str, Any]], cases: list[Case], profile: Any,
-                  dispatch_s: float) -> tuple[int, int]:
-    """The per-core GEMM tile of `CORE_TILES` whose fit (`fit_efficiencies`) has the least
-    mean squared relative error over the matmul rows (`rows[i]` timed `cases[i]`: keys
-    "precision", "key", "kernels", "measured_s"). NB: a small tile stands for a BLAS that
-    wastes little on a skinny GEMM; the class's 64 x 64 charges M = 8 as M = 64."""
-    picked = [(r, c) for r, c in zip(rows, cases, strict=True) if c.kernel in MATMUL_KERNELS]
-    if not picked:
-        return CORE_TILES[-1]
-    best: tuple[float, tuple[int, int]] | None = None
-    for tile in CORE_TILES:
-        work = np.array([unit_work_s(profile, c, r["precision"], tile)[0] for r, c in picked])
-        fit = fit_efficiencies([r["key"] for r, _ in picked], work,
-                               np.array([r["kernels"] for r, _ in picked]),
-                               np.array([r["measured_s"] for r, _ in picked]), dispatch_s)
-        score = float(np.mean(fit.relative_error ** 2))
-        if best is None or score < best[0]:
-            best = (score, tile)
-    return best[1]
+def _joint_matmul_fit(keys: np.ndarray, work_s: np.ndarray, serial_s: np.ndarray,
+                      memory_s: np.ndarray, left_s: np.ndarray, measured_s: np.ndarray
+                      ) -> tuple[dict[str, float], np.ndarray] | None:
+    """(1/e per matmul key, `pack` and, where a case is memory-bound, `gemv`; the fitted time
+    left after dispatch per case) of one precision's matmul cases by least squares in relative
+    error. A memory-bound case (a GEMV: its DRAM time above its compute and packing) is timed
+    by its DRAM time at the `gemv` figure, as the CPU model times it; the bound of each case
+    is taken at efficiency 1, then once more at the fitted figures. None when a coefficient is
+    not positive (the cases cannot separate the micro-kernels from the packing)."""
+    names = sorted(set(keys))
+    memory_bound = memory_s > work_s + serial_s
+    for _ in range(BOUND_PASSES):
+        columns = [*names, PACK_KERNEL] + (["gemv"] if memory_bound.any() else [])
+        x = np.zeros((len(keys), len(columns)))
+        for j, name in enumerate(names):
+            x[(keys == name) & ~memory_bound, j] = work_s[(keys == name) & ~memory_bound]
+        x[~memory_bound, len(names)] = serial_s[~memory_bound]
+        if memory_bound.any():
+            x[memory_bound, -1] = memory_s[memory_bound]
+        weight = 1.0 / measured_s
+        coef = np.linalg.lstsq(x * weight[:, None], left_s * weight, rcond=None)[0]
+        if not np.all(coef > 0):
+            return None
+        slopes = dict(zip(columns, coef, strict=True))
+        compute_s = work_s * np.array([slopes[k] for k in keys]) + serial_s * slopes[PACK_KERNEL]
+        bound = memory_s * slopes.get("gemv", slopes[PACK_KERNEL]) > compute_s
+        if (bound == memory_bound).all():
+            break
+        memory_bound = bound
+    return slopes, x @ coef
+
+
+def fit_with_pack(keys: list[str], work_s: np.ndarray, serial_s: np.ndarray,
+                  kernels: np.ndarray, measured_s: np.ndarray, dispatch_s: float = 0.0,
+                  memory_s: np.ndarray | None = None) -> Fit:
+    """Every key's efficiency and each precision's `pack_<precision>` (and `gemv_<precision>`
+    where a case is memory-bound): non-matmul keys as `fit_efficiencies` (no serial term); the
+    matmul keys (gemm, conv, attention) of a precision jointly with its packing figure,
+    minimising sum(((x/e_key + s/e_pack + k t0) / t - 1)^2) (x = work_s, s = serial_s:
+    `unit_work_s`; a memory-bound case: m/e_gemv + k t0, m its DRAM time `memory_s`, None:
+    none is). NB: in relative error, so the skinny GEMMs, whose time is
+    mostly packing and casts, weigh as much as the large ones (which dominate a network's
+    time). Where the joint fit fails (`_joint_matmul_fit`: None), the serial term is priced at
+    the fitted stream figure (`serial_fixed_s`) and subtracted."""
+    work_s, serial_s, kernels, measured_s = (np.asarray(a, dtype=float) for a in
+                                             (work_s, serial_s, kernels, measured_s))
+    memory_s = np.zeros_like(work_s) if memory_s is None else np.asarray(memory_s, dtype=float)
+    base = fit_efficiencies(keys, work_s, kernels, measured_s, dispatch_s)
+    efficiency = dict(base.efficiency)
+    predicted_s = measured_s * (1.0 + base.relative_error)
+    key_arr = np.asarray(keys)
+    kinds = np.array([k.rpartition("_")[0] for k in keys])
+    precisions = np.array([k.rpartition("_")[2] for k in keys])
+    left_s = measured_s - kernels * dispatch_s
+    for precision in sorted(set(precisions[np.isin(kinds, MATMUL_KERNELS)])):
+        rows = np.isin(kinds, MATMUL_KERNELS) & (precisions == precision)
+        joint = _joint_matmul_fit(key_arr[rows], work_s[rows], serial_s[rows], memory_s[rows],
+                                  left_s[rows], measured_s[rows])
+        if joint is not None:
+            slopes, fitted_s = joint
+            efficiency.update({k if k.endswith(f"_{precision}") else f"{k}_{precision}":
+                               1.0 / v for k, v in slopes.items()})
+            predicted_s[rows] = fitted_s + kernels[rows] * dispatch_s
+            continue
+        fixed = serial_fixed_s(list(key_arr[rows]), serial_s[rows], base.efficiency)
+        alone = fit_efficiencies(list(key_arr[rows]), work_s[rows], kernels[rows],
+                                 measured_s[rows], dispatch_s, fixed)
+        efficiency.update(alone.efficiency)
+        predicted_s[rows] = measured_s[rows] * (1.0 + alone.relative_error)
+    return Fit(efficiency=efficiency, per_kernel_s=float(dispatch_s),
+               relative_error=predicted_s / measured_s - 1.0)

@@ -5,7 +5,7 @@
 
 Steps (a tqdm bar on stderr says which): host facts; a memory stream; JPEG decode (Pillow);
 every kernel case (`cases.kernel_cases`) at each precision through the project's numpy kernels;
-the closed-form fit (`fit.fit_efficiencies`); disk bandwidth and IOPS on a temporary file under
+the closed-form fit (`fit.fit_with_pack`); disk bandwidth and IOPS on a temporary file under
 the output folder; PyTorch as a second stack where it is importable. Writes `host-cpu.toml`
 (device profile), `numpy-host.toml` (software stack), `host-disk.toml` (storage medium),
 `pytorch-host.toml` (where measured) and `calibration.json` (every timing and fit error).
@@ -35,11 +35,9 @@ from accelsim.calibrate.cases import (
     time_case,
 )
 from accelsim.calibrate.fit import (
-    MATMUL_KERNELS,
     Fit,
     case_key,
-    fit_core_tile,
-    fit_efficiencies,
+    fit_with_pack,
     unit_work_s,
     with_group_figures,
 )
@@ -77,12 +75,14 @@ class Calibration:
 
 
 def _fit_cases(profile: Any, precisions: tuple[str, ...], plan: dict[str, Any],
-               cases: list[Any], bar: tqdm, clock: Clock, timer: Any = time_case
-               ) -> tuple[Fit, list[dict[str, Any]]]:
+               cases: list[Any], bar: tqdm, clock: Clock, timer: Any = time_case,
+               weight_casts: bool = False) -> tuple[Fit, list[dict[str, Any]]]:
     """Time every case at every precision with `timer(case, precision, repeats, clock)`,
-    keeping
-    each one's least time over `plan["passes"]` passes through all of them (NB: a burst of
-    other work on a shared host then spoils one pass of a case, not all), and fit."""
+    keeping each one's least time over `plan["passes"]` passes through all of them (NB: a
+    burst of other work on a shared host then spoils one pass of a case, not all), and fit
+    (`fit.fit_with_pack`: matmul keys jointly with their precision's packing and weight-cast
+    passes; `weight_casts`: the stack casts weights in every call, as the numpy kernels do
+    below 32 bits)."""
     rows: list[dict[str, Any]] = []
     timed: list[Any] = []
     for precision in precisions:
@@ -99,14 +99,13 @@ def _fit_cases(profile: Any, precisions: tuple[str, ...], plan: dict[str, Any],
     dispatch_s = timer(dispatch_case(), precisions[0], DISPATCH_REPEATS, clock)
     bar.set_description("fitting")
     for row, case in zip(rows, timed, strict=True):
-        row["work_s"], row["kernels"] = unit_work_s(profile, case, row["precision"])
-    tile = fit_core_tile(rows, timed, profile, dispatch_s)
-    for row, case in zip(rows, timed, strict=True):
-        if case.kernel in MATMUL_KERNELS:
-            row["work_s"] = unit_work_s(profile, case, row["precision"], tile)[0]
-    fit = fit_efficiencies([r["key"] for r in rows], np.array([r["work_s"] for r in rows]),
-                           np.array([r["kernels"] for r in rows]),
-                           np.array([r["measured_s"] for r in rows]), dispatch_s, tile)
+        row["work_s"], row["serial_s"], row["memory_s"], row["kernels"] = unit_work_s(
+            profile, case, row["precision"], weight_casts)
+    work, serial, memory, kernels, measured = (
+        np.array([r[c] for r in rows])
+        for c in ("work_s", "serial_s", "memory_s", "kernels", "measured_s"))
+    fit = fit_with_pack([r["key"] for r in rows], work, serial, kernels, measured, dispatch_s,
+                        memory)
     for row, err in zip(rows, fit.relative_error, strict=True):
         row["fit_relative_error"] = float(err)
     return fit, rows
@@ -121,20 +120,20 @@ def _torch_step(out_dir: Path, profile: Any, facts: HostFacts, date: str, plan: 
     from accelsim.calibrate.torch_cases import TORCH_PRECISIONS, torch_timer
 
     precisions = tuple(p for p in plan["precisions"] if p in TORCH_PRECISIONS)
-    fit, rows = _fit_cases(profile, precisions, plan, cases, bar, clock, torch_timer())
+    fit, rows = _fit_cases(profile, precisions, plan, cases, bar, clock, torch_timer(),
+                           weight_casts=False)
     import torch
 
     note = (f"{len(rows)} cases of {', '.join(precisions)}, {_clock_name(clock)}; median "
             f"|fit error| {fit.median_abs_error:.1%}")
     data = measured_stack(
         f"PyTorch {torch.__version__} eager on {facts.hostname} ({facts.cores} CPUs), measured",
-        with_group_figures(fit.efficiency), fit.per_kernel_s, fit.core_tile,
+        with_group_figures(fit.efficiency), fit.per_kernel_s, False,
         profile.compute.single_thread_equiv_clock_hz / 1e9, facts.hostname, date, note)
     path = write_profile(out_dir / "pytorch-host.toml", data,
                          "Software stack measured by accelsim calibrate (PyTorch, CPU)")
     load_stack(path)
     return path, {"version": torch.__version__, "per_kernel_s": fit.per_kernel_s,
-                  "core_tile": fit.core_tile,
                   "efficiency": fit.efficiency, "median_abs_fit_error": fit.median_abs_error,
                   "cases": rows}
 
@@ -175,13 +174,14 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
                                             "CPU device profile measured by accelsim calibrate")
         profile = load_profile(result.files["cpu"])
         bar.update()
-        fit, rows = _fit_cases(profile, plan["precisions"], plan, cases, bar, clock)
+        fit, rows = _fit_cases(profile, plan["precisions"], plan, cases, bar, clock,
+                               weight_casts=True)
         note = (f"{len(rows)} cases of {', '.join(plan['precisions'])}, {_clock_name(clock)}; "
                 f"median |fit error| {fit.median_abs_error:.1%}")
         blas = _blas_name()
         stack = measured_stack(
             f"accelsim's numpy kernels (numpy {np.__version__}, {blas}) on {facts.hostname}, "
-            "measured", with_group_figures(fit.efficiency), fit.per_kernel_s, fit.core_tile,
+            "measured", with_group_figures(fit.efficiency), fit.per_kernel_s, True,
             profile.compute.single_thread_equiv_clock_hz / 1e9, facts.hostname, date, note)
         result.files["software"] = write_profile(
             out_dir / "numpy-host.toml", stack, "Software stack measured by accelsim calibrate")
@@ -216,7 +216,6 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
                  "request_latency_s": disk.request_latency_s, "kind": disk.kind,
                  "cached": disk.cached},
         "numpy": {"per_kernel_s": fit.per_kernel_s, "efficiency": fit.efficiency,
-                  "core_tile": fit.core_tile,
                   "median_abs_fit_error": fit.median_abs_error, "cases": rows},
         "pytorch": torch_summary,
         "files": {k: str(v) for k, v in result.files.items()},

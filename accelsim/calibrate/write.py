@@ -22,6 +22,8 @@ from accelsim.results.files import write_atomic
 FMA_UNITS_ASSUMED = 2  # NB: two FMA pipes per core (every x86 core since Haswell / Zen 3)
 FLOPS_PER_FMA = 2
 SIGNIFICANT = 4  # digits kept of a measured figure
+FALLBACK_CLOCK_HZ = 1e9  # stands in where the host exposes no clock (labelled assumed)
+CLOCK_FILES = "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq nor /proc/cpuinfo 'cpu MHz'"
 
 
 def _value(v: Any) -> str:
@@ -68,7 +70,14 @@ def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
                 jpeg_note: str) -> tuple[dict[str, Any], float]:
     """(the CPU profile of this host as TOML data, its fp32 vector peak in FLOP/s)."""
     src = measured(facts.hostname, date)
-    clock_hz = facts.max_clock_hz or facts.clock_hz or 1e9
+    clock_read_hz = facts.max_clock_hz or facts.clock_hz
+    # NB: a host that exposes no clock gets a placeholder; the fitted efficiencies absorb it.
+    clock_hz = clock_read_hz or FALLBACK_CLOCK_HZ
+    clock_src = (f"{src}: read from {facts.clock_source}" if clock_read_hz else
+                 f"assumed: {FALLBACK_CLOCK_HZ / 1e9:g} GHz placeholder: this host exposes "
+                 f"neither {CLOCK_FILES}; the peaks derived from it are not this CPU's, but the "
+                 "stack's efficiencies fitted against them keep this host's predictions "
+                 "calibrated")
     fma = FMA_UNITS_ASSUMED if facts.has_fma else 1
     peak = facts.cores * facts.simd_width_bits / 32 * fma * FLOPS_PER_FMA * clock_hz
     ref = load_profile(nearest_builtin(facts))
@@ -84,9 +93,9 @@ def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
     if facts.memory_bytes:
         offchip["capacity_gb"] = round(facts.memory_bytes / 1e9, 2)
     sources = {
-        "compute.clock_mhz": f"{src}: read from {facts.clock_source}",
-        "compute.single_thread_equiv_clock_ghz": f"{src}: the clock x IPC 1.0 relative to "
-        "Sunny Cove (assumed: not measured; the numpy stack's host times are at this clock)",
+        "compute.clock_mhz": clock_src,
+        "compute.single_thread_equiv_clock_ghz": "assumed: the clock above x IPC 1.0 relative "
+        "to Sunny Cove (not measured; the numpy stack's host times are at this clock)",
         "compute.cores": f"{src}: os.sched_getaffinity (logical CPUs this process may use)",
         "compute.threads": f"{src}: os.sched_getaffinity",
         "compute.sockets": "defined: one socket per profile (project convention)",
@@ -151,10 +160,12 @@ def write_profile(path: Path, data: dict[str, Any], header: str) -> Path:
 
 
 def measured_stack(description: str, efficiency: dict[str, float], per_kernel_s: float,
-                   core_tile: tuple[int, int] | None, single_thread_ghz: float, host: str,
+                   weight_casts: bool, single_thread_ghz: float, host: str,
                    date: str, fit_note: str) -> dict[str, Any]:
     """A software stack whose CPU efficiencies and dispatch time were fitted on this host's
-    calibration cases (`accelsim.calibrate.fit`), as TOML data."""
+    calibration cases (`accelsim.calibrate.fit`), as TOML data. `weight_casts`: its kernels
+    cast the fp32 weights to the format in every call (the numpy kernels), not once (PyTorch
+    with weights made in the format)."""
     from accelsim.devices.software import MAX_CPU_EFFICIENCY
 
     fit_src = f"accelsim calibrate on {host}, {date}"
@@ -166,27 +177,26 @@ def measured_stack(description: str, efficiency: dict[str, float], per_kernel_s:
         "CPU profile written beside it), so the host times apply as measured",
         "host.per_kernel_us.cpu": f"fitted: {fit_src}: the per-op intercept shared by every case "
         f"({fit_note})",
-        "graph.weight_casts": "defined: the kernels round weights inside each op's time",
+        "graph.weight_casts": ("defined: the numpy kernels round (or quantise) the fp32 weights "
+                               "to the format inside every matmul call "
+                               "(accelsim.kernels.execute)" if weight_casts else
+                               "defined: the weights are made in the format once, outside the "
+                               "timed calls"),
         "graph.layout_conversions_per_conv": "defined: NCHW throughout, no conversions",
-        "efficiency.tensor_core": "defined: not a GPU stack (unused)",
-        "efficiency.cuda_core": "defined: not a GPU stack (unused)",
-        "efficiency.dram_bandwidth": "defined: not a GPU stack (unused)",
+        "efficiency.tensor_core": "defined: 1, the [cpu_efficiency] figures are this stack's own",
+        "efficiency.cuda_core": "defined: 1, the [cpu_efficiency] figures are this stack's own",
+        "efficiency.dram_bandwidth": "defined: 1, the [cpu_efficiency] figures are this "
+        "stack's own",
     }
     for key, value in kept.items():
         capped = f", capped at {MAX_CPU_EFFICIENCY} from {efficiency[key]:.3g}" \
             if value < efficiency[key] else ""
         sources[f"cpu_efficiency.{key}"] = f"fitted: {fit_src}: of the CPU profile's peak " \
             f"({fit_note}{capped})"
-    tiling = {}
-    if core_tile is not None:
-        tiling = {"cpu_tiling": {"core_tile_m": core_tile[0], "core_tile_n": core_tile[1]}}
-        for key in ("core_tile_m", "core_tile_n"):
-            sources[f"cpu_tiling.{key}"] = f"fitted: {fit_src}: the tile of " \
-                "accelsim.calibrate.fit.CORE_TILES whose GEMM fit errs least"
     return {
         "description": description, "classes": ["cpu"],
         "host": {"per_step_us": 0.0, "reference_single_thread_ghz": single_thread_ghz,
                  "per_kernel_us": {"cpu": per_kernel_s * 1e6}},
-        "graph": {"weight_casts": False, "layout_conversions_per_conv": 0.0},
+        "graph": {"weight_casts": weight_casts, "layout_conversions_per_conv": 0.0},
         "efficiency": {"tensor_core": 1.0, "cuda_core": 1.0, "dram_bandwidth": 1.0},
-        "cpu_efficiency": kept, **tiling, "sources": sources}
+        "cpu_efficiency": kept, "sources": sources}

@@ -14,6 +14,8 @@ import click
 
 from accelsim.cli.common import PRECISIONS
 from accelsim.devices.software import software_choices
+from accelsim.interconnect.collectives import ALGORITHMS
+from accelsim.interconnect.nccl import AUTO
 from accelsim.sim.knobs import KNOBS
 
 # Flag spellings that differ from `--knob-name` (kept from earlier releases), and choices.
@@ -36,7 +38,7 @@ _CHOICES: dict[str, Any] = {
     "precision": PRECISIONS,
     "software": _StackChoice(software_choices()),
     "dataflow": click.Choice(["ws", "os", "is"]),
-    "allreduce": click.Choice(["ring", "tree"]),
+    "allreduce": click.Choice([*ALGORITHMS, AUTO]),
     "decode": click.Choice(["cpu", "gpu", "hw"]),
     "optimizer": click.Choice(["sgd", "momentum", "adam"]),
     "weight_precision": click.Choice(["fp32", "fp16", "bf16", "fp8", "int8", "int4"]),

@@ -7,19 +7,25 @@ framework overhead per op. Also the host fallback of the NPU model.
 Per row of the work table:
 - matmul rows run on the matrix engine (AMX) when it lists the precision, else on the vector
   units at the precision's listed peak, else at the fp32 vector peak (`vector_peak_flops_per_s`);
-  compute_s = FLOPs x core quantization / (peak x GEMM efficiency); DRAM bytes = compulsory +
-  last-level-cache re-reads (`tiling`).
+  as a BLAS library runs them (`cpu_blas`, Goto's algorithm): compute_s = FLOPs x micro-tile
+  quantisation over the cores / (peak x GEMM efficiency) + the packing pass over both operands
+  (pack bytes / sustained bandwidth), serial with it; DRAM bytes = compulsory + last-level-cache
+  re-reads, streamed at the stack's `gemv` figure (else its `pack` figure, else its stream one).
 - other rows stream their bytes at the sustained DRAM bandwidth; their FLOPs run on the vector
   units.
 - overhead: the software stack's dispatch time per unfused op (`hw_profiles/software/`; a
   stack that fuses joins elementwise / normalisation ops to their producer as on the GPU),
   scaled by the CPU's own single-thread clock. On a CPU the host *is* the device, so dispatch
   is serial with the math.
+- the stack's graph fields, as on the GPU: autocast weight casts (`graph.weight_casts`: a cast
+  op per weighted matmul per forward below 32 bits) and layout conversions around convolutions
+  on the matrix engine (`graph.layout_conversions_per_conv`), each a separate op streaming
+  its bytes serially; its `[efficiency]` modifiers multiply the CPU's factors (`cpu_modifiers`).
 Peaks, core count, SIMD width, FMA units, clock, L3 and bandwidth come from the profile;
 efficiencies from `hw_profiles/efficiency/cpu.toml` (all assumed, none fitted), except where
 the stack gives its own measured ones (`[cpu_efficiency]`, written by `accelsim calibrate`):
 GEMM, convolution and attention rows at the precision, vector math and DRAM streams (per op
-kind where given), and the stack's per-core GEMM tile (`[cpu_tiling]`) where it gives one.
+kind where given), and the stack's GEMM micro-tile (`[cpu_tiling]`) where it gives one.
 """
 
 from __future__ import annotations
@@ -30,18 +36,22 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.core import device_model
+from accelsim.devices.cpu_blas import blas_gemm_terms, pack_bytes
 from accelsim.devices.efficiency import load_efficiency
+from accelsim.devices.gpu import amp_weight_casts
 from accelsim.devices.mapping import kernel_counts, row_energy_j
 from accelsim.devices.software import (
     SoftwareStack,
     host_single_thread_hz,
+    layout_conversions,
     resolve_software,
     stack_fused_rows,
 )
-from accelsim.devices.tiling import core_costs, row_gemm_factors, row_traffic_bytes
+from accelsim.devices.tiling import core_costs, row_traffic_bytes
 from accelsim.errors import AccelsimError
 from accelsim.kernels.formats import get_format
 from accelsim.workload.ops import OpKind
+from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
 FLOPS_PER_FMA = 2
 FP32_BITS = 32
@@ -85,12 +95,30 @@ VECTOR_OPS = frozenset(k.value for k in (
     OpKind.RMSNORM, OpKind.BATCHNORM, OpKind.INSTANCENORM, OpKind.ROPE))
 
 
+def _modified(factor: float, modifier: float) -> float:
+    """`factor` x a stack's `modifier`, capped at 1 (NB: a stack's modifier cannot lift a unit
+    above its peak; a measured factor already above 1, a cache-resident stream, is kept)."""
+    return min(factor * modifier, max(factor, 1.0))
+
+
+def cpu_modifiers(stack: SoftwareStack, unit: str) -> tuple[float, float, float]:
+    """The stack's `[efficiency]` modifiers of (matmul, vector, DRAM stream) factors on a CPU
+    whose matmuls run on `unit` ("amx" or "vector"): the matrix engine takes the stack's
+    `tensor_core` modifier, the vector units its `cuda_core` (NB: the GPU's names for its
+    matrix and vector units), streams its `dram_bandwidth`."""
+    matmul = stack.modifier("tensor_core" if unit == "amx" else "cuda_core", "cpu")
+    return (matmul, stack.modifier("cuda_core", "cpu"),
+            stack.modifier("dram_bandwidth", "cpu"))
+
+
 def stack_efficiencies(work: pd.DataFrame, stack: SoftwareStack, precision: str,
-                       eff: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                       eff: dict[str, Any], unit: str = "vector"
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(GEMM, vector and DRAM stream efficiency per row): the stack's measured
     `[cpu_efficiency]` where it gives them (an op kind's own figure first, then its group's: a
     convolution or attention row falls back to the stack's GEMM figure), else the class
-    factors of `hw_profiles/efficiency/cpu.toml`."""
+    factors of `hw_profiles/efficiency/cpu.toml`; each times the stack's modifier of its unit
+    (`cpu_modifiers`, capped at 1)."""
     def factor(kernel: str, default: float) -> float:
         value = stack.cpu_factor(kernel, precision)
         return default if value is None else value
@@ -98,14 +126,63 @@ def stack_efficiencies(work: pd.DataFrame, stack: SoftwareStack, precision: str,
     gemm = factor("gemm", eff["assumed.gemm_efficiency"])
     vector = factor("vector", eff["assumed.vector_efficiency"])
     stream = factor("stream", eff["assumed.dram_bandwidth_efficiency"])
+    mods = cpu_modifiers(stack, unit)
     by_op = {}
     for op in work["op"].unique():
         matmul = (factor("conv", gemm) if op in _CONV_OPS else
                   factor("attention", gemm) if op == OpKind.ATTENTION.value else gemm)
-        by_op[op] = (matmul, factor(op, vector) if op in VECTOR_OPS else vector,
-                     stream if op in VECTOR_OPS else factor(op, stream))
+        raw = (matmul, factor(op, vector) if op in VECTOR_OPS else vector,
+               stream if op in VECTOR_OPS else factor(op, stream))
+        by_op[op] = tuple(_modified(f, m) for f, m in zip(raw, mods, strict=True))
     rows = np.array([by_op[op] for op in work["op"]], dtype=float).reshape(-1, 3)
     return rows[:, 0], rows[:, 1], rows[:, 2]
+
+
+def pack_efficiency(stack: SoftwareStack, precision: str, stream_eff: np.ndarray
+                    ) -> np.ndarray:
+    """Fraction of DRAM bandwidth a matmul's packing and weight-cast passes and its operand
+    streams sustain, per row:
+    the stack's `pack_<precision>` (times its `dram_bandwidth` modifier, capped at 1), else the
+    row's stream efficiency `stream_eff` (which carries the modifier already)."""
+    own = stack.cpu_factor("pack", precision)
+    if own is None:
+        return stream_eff
+    return np.full(len(stream_eff), _modified(own, stack.modifier("dram_bandwidth", "cpu")))
+
+
+def micro_tile(profile: Any, stack: SoftwareStack, unit: str,
+               eff: dict[str, Any]) -> tuple[int, int]:
+    """The GEMM micro-tile (rows along M, columns along N): the stack's `[cpu_tiling]`, else
+    the class's for the matrix engine or the profile's SIMD width (the widest listed width
+    not above it; the narrowest for a narrower profile)."""
+    if stack.cpu_core_tile is not None:
+        return stack.cpu_core_tile
+    if unit == "amx":
+        return tuple(eff["assumed.micro_tile.amx"])
+    widths = sorted(int(k.rsplit("_", 1)[1]) for k in eff
+                    if k.startswith("assumed.micro_tile.simd_"))
+    bits = profile.compute.simd_width_bits or widths[0]
+    width = max([w for w in widths if w <= bits] or widths[:1])
+    return tuple(eff[f"assumed.micro_tile.simd_{width}"])
+
+
+def serial_stream_bytes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
+                        stack: SoftwareStack) -> pd.DataFrame:
+    """Per row, what the cores stream serially with the row's math, in bytes: `pack` (BLAS
+    packing, `cpu_blas.pack_bytes`), `cast` (autocast weight casts: fp32 read, narrow written)
+    and `transpose` (layout conversions: the conv's input activation read and written), with
+    the extra ops they add (`casts`, `transposes`)."""
+    width = get_format(precision).bytes_per_element
+    unit, _ = matmul_path(profile, precision)
+    casts = amp_weight_casts(work, precision, stack.weight_casts)
+    transposes = layout_conversions(work, stack, unit == "amx")
+    activation_bytes = (work["read_bytes"] - work["weight_bytes"]).to_numpy(dtype=float)
+    return pd.DataFrame({
+        "pack": pack_bytes(work, gemms, width),
+        "cast": casts * work["weight_bytes"].to_numpy(dtype=float) * (
+            MASTER_WEIGHT_BYTES / width + 1.0),
+        "transpose": transposes * 2.0 * activation_bytes,
+        "casts": casts, "transposes": transposes}, index=work.index)
 
 
 @device_model("cpu")
@@ -124,25 +201,45 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     if mem is None:
         raise AccelsimError(f"{profile.name}: the CPU model needs offchip_memory.bandwidth")
     width = get_format(precision).bytes_per_element
-    tile_m, tile_n = stack.cpu_core_tile or eff["assumed.core_tile"]
 
     # NB: a profile without a cache size gets compulsory traffic only (the ideal-reuse bound).
-    factors = row_gemm_factors(work, gemms, width, tile_m, tile_n, cores,
-                               eff["assumed.split_k_min_k"],
-                               profile.onchip_memory.capacity_bytes,
-                               eff["assumed.cache_usable_fraction"])
+    factors = blas_gemm_terms(work, gemms, width, micro_tile(profile, stack, unit, eff), cores,
+                              profile.onchip_memory.capacity_bytes,
+                              eff["assumed.cache_usable_fraction"],
+                              tuple(eff["assumed.onchip_block"]))
     matmul = work["matmul"].to_numpy(dtype=bool)
     flops = work["flops"].to_numpy(dtype=float)
     quant = factors["quantization"].to_numpy()
-    gemm_eff, vector_eff, stream_eff = stack_efficiencies(work, stack, precision, eff)
+    gemm_eff, vector_eff, stream_eff = stack_efficiencies(work, stack, precision, eff, unit)
     vector_rate = vector_peak_flops_per_s(profile, precision) * vector_eff
-    compute_s = np.where(matmul, flops * quant / (matmul_peak * gemm_eff), flops / vector_rate)
+    stream_rate = float(mem.bandwidth_bytes_per_s) * stream_eff
+    serial = serial_stream_bytes(profile, work, gemms, precision, stack)
+    extra_dram = (serial["cast"] + serial["transpose"]).to_numpy()
+    # NB: packing, casts and transposes are passes of the cores over memory before the math
+    # (Goto packs ahead of its macro-kernel; casts and transposes are ops of their own), so
+    # they add to its time rather than overlapping it. Packing and casts run at the stack's
+    # `pack` figure where it gives one, else at the row's stream efficiency.
+    pack_rate = float(mem.bandwidth_bytes_per_s) * pack_efficiency(stack, precision, stream_eff)
+    serial_s = (serial["pack"] + serial["cast"]).to_numpy() / pack_rate + \
+        serial["transpose"].to_numpy() / stream_rate
+    # NB: a matmul streams its operands from DRAM at the stack's `gemv` figure, else at its
+    # packing figure (both fitted on matmuls; its stream ops' figure carries their own
+    # per-element work, e.g. numpy's bf16 rounding)
+    gemv = stack.cpu_factor("gemv", precision)
+    operand_rate = pack_rate if gemv is None else float(mem.bandwidth_bytes_per_s) * _modified(
+        gemv, stack.modifier("dram_bandwidth", "cpu"))
+    stream_rate = np.where(matmul, operand_rate, stream_rate)
+    compute_s = np.where(matmul, flops * quant / (matmul_peak * gemm_eff),
+                         flops / vector_rate) + serial_s
 
     fused = stack_fused_rows(work, stack)
     dram, onchip = row_traffic_bytes(work, factors, fused)  # on-chip: through the caches
-    memory_s = dram / (float(mem.bandwidth_bytes_per_s) * stream_eff)
+    dram = dram + extra_dram
+    onchip = onchip + serial["pack"].to_numpy()  # NB: packed buffers live in L2 / L3
+    memory_s = dram / stream_rate
     # NB: a backward matmul's two GEMMs are two ops to the framework, as on the GPU.
-    ops = np.where(fused, 0.0, kernel_counts(work))
+    ops = np.where(fused, 0.0, kernel_counts(work)) + serial["casts"].to_numpy() + \
+        serial["transposes"].to_numpy()
     overhead_s = ops * stack.host_per_kernel_s("cpu")
 
     energy_j = row_energy_j(profile, precision, np.where(matmul, flops / 2, 0.0),

@@ -160,6 +160,8 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     work = work_table(graph, batch, precision, mode, optimizer)
     fallback = {"host": host_cpu} if host_cpu is not None and profile.device_class == "npu" \
         else {}
+    if profile.device_class == "fpga":
+        fallback["batch"] = batch  # a DPU core fetches the weights once per run of its images
     costs = class_model(profile.device_class)(profile, work, gemms_for(graph, batch),
                                               hardware_key(precision), stack, **fallback)
     if measured is not None:
@@ -171,7 +173,8 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
         costs = with_step_overhead(costs, stack)
     tdp_w, static_w = power_limits_w(profile)
     layers = finish(work, costs, tdp_w, static_w, voltage_floor(profile))
-    check_estimate(layers, profile, hardware_key(precision), tdp_w, static_w, inputs)
+    check_estimate(layers, profile, hardware_key(precision), tdp_w, static_w, inputs,
+                   fallback.get("host"))
     cap = capacity_bytes(profile)
     need = memory_need(graph, batch, precision, mode, optimizer)
     memory = need.check(cap if cap is not None else float("inf"))

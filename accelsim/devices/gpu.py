@@ -6,8 +6,13 @@ DRAM streams, kernel launch and framework overhead, under a software stack (`sof
 Per row of the work table:
 - matmul rows run on tensor cores when the precision has a matrix-engine peak on the device,
   else on CUDA cores (fp32 on V100/A100/H100; tf32 only where listed); a precision with neither
-  raises AccelsimError (bf16 on V100, fp8 on A100). compute_s = FLOPs x tile/wave quantization
-  / (peak x efficiency); DRAM bytes = compulsory bytes + L2 re-reads (`tiling`).
+  raises AccelsimError (bf16 on V100, fp8 on A100). An fp32 run's conv / other matmul rows
+  run as tf32 on tensor cores where the stack says so (`fp32_on_tf32`: PyTorch's, TensorFlow's
+  and TensorRT's TF32 defaults) and the device lists tf32 (`tf32_rows`).
+  compute_s = FLOPs x quantization / (peak x efficiency), the quantization from each GEMM's
+  shape (`gpu_gemm`: CTA tiles in waves over the SMs at the tile's occupancy, split-K, the
+  pipeline fill of short K, and for fp32 the Winograd algorithm where the autotuner would
+  pick it); DRAM bytes = compulsory bytes + L2 re-reads (`tiling`) + Winograd's transforms.
 - other rows stream their bytes at the achievable DRAM bandwidth; their FLOPs run on the CUDA
   cores at the precision's vector peak (fp32's where the profile lists none: NB PyTorch
   computes half-precision elementwise math in fp32 registers).
@@ -33,6 +38,7 @@ import pandas as pd
 from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import offchip_energy_j
+from accelsim.devices.gpu_gemm import gemm_factors
 from accelsim.devices.mapping import kernel_counts, listed_vector_peak, row_energy_j
 from accelsim.devices.software import (
     SoftwareStack,
@@ -40,10 +46,13 @@ from accelsim.devices.software import (
     resolve_software,
     stack_fused_rows,
 )
-from accelsim.devices.tiling import core_costs, row_gemm_factors, row_traffic_bytes
+from accelsim.devices.tiling import core_costs, row_traffic_bytes
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.kernels.formats import get_format
+from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
+
+CONV_OPS = frozenset(k.value for k in (OpKind.CONV2D, OpKind.CONV3D, OpKind.CONV_TRANSPOSE3D))
 
 
 def matmul_path(profile: Any, precision: str) -> tuple[str, float]:
@@ -80,6 +89,21 @@ def amp_weight_casts(work: pd.DataFrame, precision: str, weight_casts: bool) -> 
     return (forward & weighted).astype(float)
 
 
+def tf32_rows(work: pd.DataFrame, stack: SoftwareStack, profile: Any, precision: str
+              ) -> np.ndarray:
+    """Matmul rows an fp32 run executes as tf32 on tensor cores: those of the op groups in the
+    stack's `fp32_on_tf32` ("conv": convolutions; "matmul": the other matmul-like ops), on a
+    device whose tensor cores list tf32 (Ampere and later). NB: operands stay fp32 in memory
+    (tf32 is stored in 4 bytes), and energy is costed at fp32's."""
+    if (precision != "fp32" or not stack.fp32_on_tf32
+            or "tf32" not in profile.compute.matrix_peak_flops_per_s):
+        return np.zeros(len(work), dtype=bool)
+    conv = work["op"].isin(CONV_OPS).to_numpy()
+    groups = {"conv": conv, "matmul": ~conv}
+    picked = np.logical_or.reduce([groups[g] for g in stack.fp32_on_tf32])
+    return work["matmul"].to_numpy(dtype=bool) & picked
+
+
 def _require(profile: Any, value: Any, field: str) -> float:
     if value is None:
         raise AccelsimError(f"{profile.name}: the GPU model needs {field}, which the profile "
@@ -95,39 +119,48 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     stack, _ = resolve_software(software, "gpu")
     eff = load_efficiency("gpu")
     unit, matmul_peak = matmul_path(profile, precision)
-    sm_count = _require(profile, profile.compute.sm_count, "compute.sm_count")
+    _require(profile, profile.compute.sm_count, "compute.sm_count")
     clock_hz = _require(profile, profile.compute.clock_hz, "compute.clock_hz")
-    l2_bytes = _require(profile, profile.onchip_memory.l2_cache_bytes, "onchip_memory.l2_cache")
+    _require(profile, profile.onchip_memory.l2_cache_bytes, "onchip_memory.l2_cache")
     mem = profile.offchip_memory
     bandwidth = _require(profile, None if mem is None else mem.bandwidth_bytes_per_s,
                          "offchip_memory.bandwidth")
-    tile_m, tile_n = eff[f"assumed.cta_tile.{precision}"]
     width = get_format(precision).bytes_per_element
-    core = "tensor_core" if unit == "tensor_core" else "cuda_core"
-    # NB: a stack's modifier cannot lift a factor above 1 (the datasheet peak).
-    gemm_eff = min(eff[f"fitted.{core}_efficiency"] * stack.modifier(core), 1.0)
-    achievable_bw = bandwidth * min(
-        eff["fitted.dram_bandwidth_efficiency"] * stack.modifier("dram_bandwidth"), 1.0)
 
-    factors = row_gemm_factors(work, gemms, width, tile_m, tile_n, sm_count,
-                               eff["assumed.split_k_min_k"], l2_bytes,
-                               eff["assumed.l2_usable_fraction"])
+    def gemm_eff(core: str) -> float:  # NB: a stack's modifier cannot lift it above 1 (peak)
+        return min(eff[f"fitted.{core}_efficiency"] * stack.modifier(core, "gpu"), 1.0)
+
+    achievable_bw = bandwidth * min(
+        eff["fitted.dram_bandwidth_efficiency"] * stack.modifier("dram_bandwidth", "gpu"), 1.0)
+
+    factors = gemm_factors(work, gemms, profile, precision, unit, eff, width, matmul_peak,
+                           bandwidth)
+    row_unit = np.full(len(work), unit, dtype=object)
+    rate = np.full(len(work), matmul_peak * gemm_eff(unit))
+    on_tf32 = tf32_rows(work, stack, profile, precision)
+    if on_tf32.any():  # the stack runs these fp32 GEMMs as tf32 on tensor cores
+        tf32_peak = float(profile.compute.matrix_peak_flops_per_s["tf32"])
+        tf32 = gemm_factors(work, gemms, profile, "tf32", "tensor_core", eff, width,
+                            tf32_peak, bandwidth)
+        factors = pd.DataFrame({c: np.where(on_tf32, tf32[c], factors[c]) for c in factors},
+                               index=work.index)
+        row_unit[on_tf32] = "tensor_core"
+        rate[on_tf32] = tf32_peak * gemm_eff("tensor_core")
     matmul = work["matmul"].to_numpy(dtype=bool)
     flops = work["flops"].to_numpy(dtype=float)
     quant = factors["quantization"].to_numpy()
 
-    vector_rate = vector_peak_flops_per_s(profile, precision) * min(
-        eff["fitted.cuda_core_efficiency"] * stack.modifier("cuda_core"), 1.0)
-    compute_s = np.where(matmul, flops * quant / (matmul_peak * gemm_eff), flops / vector_rate)
+    vector_rate = vector_peak_flops_per_s(profile, precision) * gemm_eff("cuda_core")
+    compute_s = np.where(matmul, flops * quant / rate, flops / vector_rate)
 
     fused = stack_fused_rows(work, stack)
     casts = amp_weight_casts(work, precision, stack.weight_casts)
-    transposes = layout_conversions(work, stack, unit == "tensor_core")
+    transposes = layout_conversions(work, stack, True) * (matmul & (row_unit == "tensor_core"))
     dram, onchip = row_traffic_bytes(work, factors, fused)  # on-chip: through L2
     activation_bytes = (work["read_bytes"] - work["weight_bytes"]).to_numpy(dtype=float)
     # NB: a transpose reads and writes the conv's input activation once through DRAM.
-    dram = dram + casts * work["weight_bytes"].to_numpy(dtype=float) * (
-        MASTER_WEIGHT_BYTES / width + 1.0) + transposes * 2.0 * activation_bytes
+    dram = dram + factors["transform_bytes"].to_numpy() + casts * work["weight_bytes"].to_numpy(
+        dtype=float) * (MASTER_WEIGHT_BYTES / width + 1.0) + transposes * 2.0 * activation_bytes
     memory_s = dram / achievable_bw
 
     kernels = np.where(fused, 0.0, kernel_counts(work)) + casts + transposes
@@ -138,9 +171,12 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     overhead_s = kernels * eff["assumed.kernel_launch_s"] + np.maximum(
         kernels * host_per_kernel_s - busy_s, 0.0)
 
-    energy_j = row_energy_j(profile, precision, np.where(matmul, flops / 2, 0.0),
+    executed = flops * factors["executed_fraction"].to_numpy()  # Winograd: fewer multiplies
+    energy_j = row_energy_j(profile, precision, np.where(matmul, executed / 2, 0.0),
                             np.where(matmul, 0.0, flops), dram, onchip)
     costs = core_costs(work, compute_s, memory_s, overhead_s, energy_j, dram, onchip, clock_hz,
-                       np.where(fused, "fused", np.where(matmul, unit, "cuda_core")), kernels)
+                       np.where(fused, "fused", np.where(matmul, row_unit, "cuda_core")),
+                       kernels)
     costs["offchip_energy_j"] = offchip_energy_j(profile, dram)  # DVFS leaves it unscaled
+    costs["executed_flops"] = executed  # what the invariants hold to the peak
     return costs

@@ -67,7 +67,10 @@ def fail(check: str, context: Mapping[str, Any], detail: str) -> InvariantError:
 def _gpu_peaks(profile: Any, precision: str) -> tuple[float, float]:
     from accelsim.devices import gpu
 
-    return gpu.matmul_path(profile, precision)[1], gpu.vector_peak_flops_per_s(profile, precision)
+    matrix = gpu.matmul_path(profile, precision)[1]
+    if precision == "fp32":  # a stack may run fp32 GEMMs as tf32 on tensor cores (gpu.tf32_rows)
+        matrix = max(matrix, profile.compute.matrix_peak_flops_per_s.get("tf32", 0.0))
+    return matrix, gpu.vector_peak_flops_per_s(profile, precision)
 
 
 def _cpu_peaks(profile: Any, precision: str) -> tuple[float, float]:
@@ -93,7 +96,7 @@ def _fpga_peaks(profile: Any, precision: str) -> tuple[float, float]:
     ov = profile.compute.overlay
     if ov is not None and precision == "int8":
         return (ov.peak_int8_ops_per_s,
-                ov.cores * ov.pixel_parallelism * ov.output_channel_parallelism * ov.clock_hz)
+                ov.engines * ov.pixel_parallelism * ov.output_channel_parallelism * ov.clock_hz)
     macs_per_s = fpga.dsp_macs_per_s(profile, fpga.dsp_width(profile, precision))
     return 2.0 * macs_per_s, macs_per_s
 
@@ -119,10 +122,20 @@ def unit_peaks(profile: Any, precision: str) -> tuple[float, float]:
     return (math.inf, math.inf) if peaks is None else peaks(profile, precision)
 
 
+def host_peak_flops_per_s(precision: str, host: Any = None) -> float:
+    """The largest peak at `precision` (fp32 where it rejects it) of the host CPU that ran an
+    NPU's fallback rows, FLOP/s: `host` (the system's CPU profile), else the stand-in host
+    `npu.host_profile()` runs them on."""
+    if host is None:
+        return _stand_in_host_peak_flops_per_s(precision)
+    try:
+        return max(_cpu_peaks(host, precision))
+    except AccelsimError:
+        return max(_cpu_peaks(host, "fp32"))
+
+
 @lru_cache(maxsize=16)
-def host_peak_flops_per_s(precision: str) -> float:
-    """The host CPU's largest peak at `precision` (fp32 where it rejects it), FLOP/s (the
-    built-in host profile, read once)."""
+def _stand_in_host_peak_flops_per_s(precision: str) -> float:
     from accelsim.devices import npu
 
     host = npu.host_profile()
@@ -189,21 +202,25 @@ def _check_finite(r: _Rows, context: Mapping[str, Any]) -> None:
                    f"max(compute, memory) + overhead = {least_s[i]:.6g} s")
 
 
-def _check_peaks(r: _Rows, profile: Any, precision: str, context: Mapping[str, Any]) -> None:
+def _check_peaks(r: _Rows, profile: Any, precision: str, context: Mapping[str, Any],
+                 host: Any = None) -> None:
     matrix_peak, vector_peak = unit_peaks(profile, precision)
     flops = r.col["flops"]
     kernel_s = r.per_kernel(r.col["time_s"])
     fused_flops = r.per_kernel(np.where(r.root, 0.0, flops))
     own_peak = np.where(r.matmul, max(matrix_peak, vector_peak), vector_peak)
     if r.host.any():
-        own_peak = np.where(r.host, host_peak_flops_per_s(precision), own_peak)
+        own_peak = np.where(r.host, host_peak_flops_per_s(precision, host), own_peak)
     on_vector = (~r.matmul | (matrix_peak <= vector_peak)) & ~r.host
     vector = np.full(len(flops), vector_peak)
+    # A GPU row's kernels may execute fewer FLOPs than the op's count (Winograd, gpu_gemm).
+    executed = (r.layers["executed_flops"].to_numpy(dtype=float)
+                if "executed_flops" in r.layers else flops)
     checks = (
-        ("its unit's peak", flops, own_peak),
+        ("its unit's peak", executed, own_peak),
         ("the vector unit's peak (fused rows)", fused_flops, vector),
         ("the shared vector unit's peak (kernel + fused rows)",
-         np.where(on_vector, flops + fused_flops, 0.0), vector),
+         np.where(on_vector, executed + fused_flops, 0.0), vector),
     )
     for what, done, peak in checks:
         i = _first(r.root & (done > peak * kernel_s * (1 + REL_TOL)))
@@ -255,12 +272,13 @@ def has_offchip_memory(profile: Any) -> bool:
 
 
 def check_estimate(layers: pd.DataFrame, profile: Any, precision: str, tdp_w: float,
-                   static_w: float, context: Mapping[str, Any]) -> None:
+                   static_w: float, context: Mapping[str, Any], host: Any = None) -> None:
     """Every per-row invariant of an estimate's `layers` (`core.finish`'s output) on `profile`
-    at hardware precision `precision`; `context` names the inputs for the message."""
+    at hardware precision `precision`; `context` names the inputs for the message. `host`:
+    the CPU profile that ran an NPU's fallback rows (None: the stand-in host)."""
     rows = _rows(layers)
     _check_finite(rows, context)
-    _check_peaks(rows, profile, precision, context)
+    _check_peaks(rows, profile, precision, context, host)
     _check_power(rows, tdp_w, static_w, context)
     if has_offchip_memory(profile):
         _check_offchip_bytes(rows, context)

@@ -10,17 +10,21 @@ Per row of the work table:
   folds each GEMM onto the array with `systolic.gemm_cycles` (SCALE-Sim), the groups of a
   grouped / depthwise conv packed block-diagonally (`systolic.packed_rounds`): a depthwise
   conv keeps about 1/cols of the array busy. Without a geometry the mapping is ideal (NB).
-- NPU toolchains (Edge TPU compiler, TensorRT for DLA) compile ahead of time, whatever
-  `software` says: normalisation and elementwise rows fuse into their producer
-  (`mapping.fused_rows`; NB: BN folded, activation applied as the array's outputs drain), so a
+- NPU toolchains (Edge TPU compiler, TensorRT for DLA) compile ahead of time: the op groups
+  the software stack's `graph.fuses` names (tflite-edgetpu: normalisation and elementwise)
+  fuse into their producer (`software.stack_fused_rows`; NB: BN folded, activation applied as
+  the array's outputs drain), so a
   fused row costs no time and moves only the inputs its producer did not write (a residual);
   its energy is spent within its producer's time (`core.finish` caps their power together).
   Where matmuls run on the vector path (fp32 on the Orin's CUDA cores), fused work shares that
   unit and costs its vector time. Nothing fuses into a row the host runs.
 - every other NPU kernel pays `fitted.layer_dispatch_s` of hw_profiles/efficiency/npu.toml
-  (layer set-up: instruction / descriptor issue, weights into the array, pipeline sync), not
-  overlapped; fitted on one measurement (named there), held out on the others
-  (benchmarks/results/fidelity_other.md). Column `kernels` counts them.
+  (layer set-up: instruction / descriptor issue, weights into the array, pipeline sync) plus
+  the stack's `host.per_kernel_us.npu` (0 for tflite-edgetpu), not overlapped; the dispatch
+  fitted on one measurement (named there), held out on the others
+  (benchmarks/results/fidelity_other.md). Column `kernels` counts them. The stack's
+  `[efficiency]` modifiers scale the MAC array, vector path and DRAM rates (capped at 1);
+  a stack with `weight_casts` or layout conversions is refused (`software.compiled_stack`).
 - other rows run on the vector path: the vector peak at the precision (or fp32), else one
   element op per MAC lane per cycle (NB: an upper bound, no vector figure published).
 - DRAM traffic: each operand once, plus `mapping.refetch_bytes` (half the SRAM resident, half
@@ -57,7 +61,6 @@ from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import (
     DOUBLE_BUFFERED_RESIDENT_FRACTION,
     drain_excess_s,
-    fused_rows,
     kernel_counts,
     link_energy_j,
     listed_vector_peak,
@@ -70,6 +73,13 @@ from accelsim.devices.mapping import (
     vector_flops,
 )
 from accelsim.devices.profile_types import DeviceProfile
+from accelsim.devices.software import (
+    SoftwareStack,
+    capped_factor,
+    compiled_stack,
+    host_issue_wait_s,
+    stack_fused_rows,
+)
 from accelsim.errors import AccelsimError, PrecisionError
 
 DEFAULT_HOST = "xeon-8380"  # stand-in host CPU for unsupported ops when no CPU profile is given
@@ -177,19 +187,25 @@ def _boundaries(work: pd.DataFrame, host_rows: np.ndarray) -> tuple[np.ndarray, 
 
 @device_model("npu")
 def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
-              precision: str, software: str, host: DeviceProfile | None = None
-              ) -> pd.DataFrame:
+              precision: str, software: str | SoftwareStack,
+              host: DeviceProfile | None = None) -> pd.DataFrame:
     """Cost of each work row on an NPU, with host fallback (see module docstring)."""
+    stack = compiled_stack(software, "npu")
     n_rows = len(work)
-    path, mac_per_s = matmul_rate(profile, precision)
+    path, datasheet_mac_per_s = matmul_rate(profile, precision)
+    # NB: the stack's modifiers scale the array (tensor_core) or the vector path the matmuls
+    # run on (cuda_core), the vector unit and the DRAM, each capped at the datasheet rate.
+    mac_per_s = datasheet_mac_per_s * capped_factor(
+        stack, "npu", "tensor_core" if path == "matrix" else "cuda_core")
     g = row_gemms(work, gemms)
     macs = per_row(g["macs"], g["row"], n_rows)
     vec = vector_flops(work, macs)
     folded_s = array_matmul_s(profile, g, n_rows, precision, mac_per_s)
     matmul_s = macs / mac_per_s if folded_s is None else folded_s
     host_rows = ~on_npu(profile, work)
-    fused = fused_rows(work, ~host_rows)
-    vec_s = vec / vector_rate(profile, precision, mac_per_s)
+    fused = stack_fused_rows(work, stack, ~host_rows)
+    vec_s = vec / (vector_rate(profile, precision, datasheet_mac_per_s)
+                   * capped_factor(stack, "npu", "cuda_core"))
     # Fused work drains through the post-processing unit beside the MAC array while the
     # producer runs: free while that unit keeps up, the excess charged where it does not
     # (`mapping.drain_excess_s`, below); where matmuls run on the vector path it shares their
@@ -205,7 +221,8 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     moved_onchip = np.where(fused, residual, acts + weights + outs)
     link = profile.host_link
     if has_dram:
-        memory_s = off / profile.offchip_memory.bandwidth_bytes_per_s
+        memory_s = off / (profile.offchip_memory.bandwidth_bytes_per_s
+                          * capped_factor(stack, "npu", "dram_bandwidth"))
         energy = row_energy_j(profile, precision, macs, vec, off, moved_onchip)
     else:
         memory_s = off / link.bandwidth_bytes_per_s
@@ -213,6 +230,8 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
                   + link_energy_j(off, link.kind))
     kernels = np.where(fused, 0.0, kernel_counts(work))
     overhead_s = kernels * load_efficiency("npu")["fitted.layer_dispatch_s"]
+    overhead_s = overhead_s + host_issue_wait_s(stack, "npu", kernels,
+                                                np.maximum(compute_s, memory_s) + overhead_s)
     if path == "matrix":
         kernel_s = np.maximum(compute_s, memory_s) + overhead_s
         compute_s = np.where(fused, drain_excess_s(work, fused, vec_s, kernel_s), compute_s)

@@ -53,7 +53,8 @@ Precisions: fp32, tf32, fp16, bf16, fp8, int8.
     At least one peak (matrix or vector) is required. Only precisions the hardware runs appear.
   [compute.macs_per_dsp]  fpga (req): MACs per DSP slice per cycle by operand width (int8, int16).
   [compute.overlay]  fpga (req): a DPU-like engine: name, cores, pixel_parallelism,
-    input_channel_parallelism, output_channel_parallelism, clock_<mhz>.
+    input_channel_parallelism, output_channel_parallelism, clock_<mhz>; optional
+    images_per_core (batch engines of one core sharing its weight fetch; absent: 1).
 [onchip_memory]  all classes (the table must be there; it may be empty where nothing is
     published): l2_cache (req gpu), l3_cache (gpu, cpu), shared_mem_per_sm, register_file_per_sm,
     unified_buffer, accumulator, vmem, unified_buffer_bandwidth (tpu), bram (req fpga), uram

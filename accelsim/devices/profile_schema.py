@@ -147,6 +147,7 @@ OVERLAY = {
     "input_channel_parallelism": _f("count", required="*"),
     "output_channel_parallelism": _f("count", required="*"),
     "clock": _f("hz", required="*"),
+    "images_per_core": _f("count"),  # optional: batch engines sharing a core's weight fetch
 }
 ONCHIP_MEMORY = {
     "l2_cache": _f("bytes", "gpu npu", "gpu"),

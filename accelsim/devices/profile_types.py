@@ -14,8 +14,9 @@ from accelsim.schema import flagged_fields
 
 @dataclass(frozen=True)
 class OverlaySpec:
-    """A DPU-like int8 convolution engine built in FPGA fabric: `cores` copies of a
-    pixel x input-channel x output-channel MAC array."""
+    """A DPU-like int8 convolution engine built in FPGA fabric: `cores` independent cores, each
+    `images_per_core` batch engines (one image each, sharing the core's weight fetch; None: 1)
+    of a pixel x input-channel x output-channel MAC array."""
 
     name: str
     cores: int
@@ -23,15 +24,26 @@ class OverlaySpec:
     input_channel_parallelism: int
     output_channel_parallelism: int
     clock_hz: float
+    images_per_core: int | None = None
+
+    @property
+    def batch_engines(self) -> int:
+        """Images one core processes at once (its batch engines)."""
+        return self.images_per_core or 1
+
+    @property
+    def engines(self) -> int:
+        """PP x ICP x OCP arrays over all cores."""
+        return self.cores * self.batch_engines
 
     @property
     def macs_per_cycle(self) -> int:
         """int8 MACs per clock over all cores."""
-        per_core = (
+        per_engine = (
             self.pixel_parallelism * self.input_channel_parallelism
             * self.output_channel_parallelism
         )
-        return self.cores * per_core
+        return self.engines * per_engine
 
     @property
     def peak_int8_ops_per_s(self) -> float:

@@ -25,16 +25,24 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
            weight_casts    bool  autocast: one cast kernel per weighted matmul per forward
            layout_conversions_per_conv  >= 0  transposes per tensor-core conv (each reads and
                            writes the conv's input activation)
+           fp32_on_tf32    [str] optional: "conv", "matmul": op groups whose fp32 GEMMs the
+                           stack runs as tf32 on tensor cores where the device has them (PyTorch's
+                           allow_tf32, TensorFlow's TF32 execution, TensorRT's kTF32 defaults)
     [efficiency] tensor_core, cuda_core, dram_bandwidth   (0, 2]  modifiers multiplying the
                            class model's factors (the product is capped at 1)
+    efficiency_classes     [str] optional, sourced: the classes the modifiers hold on (absent:
+                           every class of the stack); other classes run it at modifiers 1 (a
+                           modifier fitted on GPU rows says nothing of the stack on a CPU)
     [cpu_efficiency]       (0, 10] optional, CPU only: `<kernel>_<precision>` (kernel: gemm,
-                           conv, attention, vector, stream, or a non-matmul op kind such as
-                           relu, gelu) fractions of the CPU profile's peak (fp32 vector peak;
-                           DRAM bandwidth for `stream` and streaming op kinds) that replace
-                           the class factors for that kernel and precision (a measured stack:
-                           `accelsim calibrate`)
-    [cpu_tiling] core_tile_m, core_tile_n   optional, CPU only: the per-core output block of
-                           the stack's GEMM kernels, replacing the class's `assumed.core_tile`
+                           conv, attention, vector, stream, pack, gemv, or a non-matmul op kind
+                           such as relu, gelu) fractions of the CPU profile's peak (fp32 vector
+                           peak; DRAM bandwidth for `stream`, streaming op kinds, `pack` (the
+                           matmuls' BLAS packing and weight-cast passes) and `gemv` (a matmul's
+                           operand stream from DRAM)) that replace the class factors for that
+                           kernel and precision (a measured stack: `accelsim calibrate`)
+    [cpu_tiling] core_tile_m, core_tile_n   optional, CPU only: the register micro-tile of
+                           the stack's GEMM kernels (rows along M, columns along N), replacing
+                           the class's `assumed.micro_tile` (accelsim.devices.cpu_blas)
 
 `--software` takes a built-in name or a path to a stack file (`*.toml`).
 
@@ -72,6 +80,7 @@ from accelsim.workload.ops import MATMUL_KINDS, OpKind
 
 STACK_CLASSES = ("gpu", "cpu", "tpu", "fpga", "npu", "null")
 FUSION_GROUPS = tuple(FUSION_GROUP_OPS)  # "elementwise", "normalization"
+TF32_GROUPS = ("conv", "matmul")  # `graph.fp32_on_tf32`: convolutions, other matmul-like ops
 LEGACY_NAMES = ("eager", "compiled")  # the software knob's values before stacks were data
 DEFAULT = "default"  # the software knob's value that means "the device class's default stack"
 US = 1e-6
@@ -80,7 +89,7 @@ MAX_MODIFIER = 2.0
 # the DRAM figure, and a core may boost above the clock its profile's peak is derived at.
 MAX_CPU_EFFICIENCY = 10.0
 MAX_CORE_TILE = 1024
-CPU_KERNELS = ("gemm", "conv", "attention", "vector", "stream")
+CPU_KERNELS = ("gemm", "conv", "attention", "vector", "stream", "pack", "gemv")
 CPU_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")  # profile keys (hardware_key)
 # A non-matmul op kind may carry its own CPU efficiency (`relu_fp32`), before its group's.
 CPU_OP_KEYS = tuple(k.value for k in OpKind if k not in MATMUL_KINDS and k != OpKind.UNMAPPED)
@@ -103,7 +112,9 @@ FIELDS = (
         texts("fuses", FUSION_GROUPS, required=False, sourced=True),
         flag("weight_casts"),
         non_negative("layout_conversions_per_conv"),
+        texts("fp32_on_tf32", TF32_GROUPS, required=False, sourced=True),
     )),
+    texts("efficiency_classes", STACK_CLASSES, required=False, sourced=True),
     Field("efficiency", dict, sub=tuple(
         Field(k, float, low=0.0, low_open=True, high=MAX_MODIFIER)
         for k in ("tensor_core", "cuda_core", "dram_bandwidth"))),
@@ -137,6 +148,9 @@ class SoftwareStack:
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     cpu_efficiency: dict[str, float] = field(default_factory=dict)
     cpu_core_tile: tuple[int, int] | None = None
+    fp32_on_tf32: tuple[str, ...] = ()
+    efficiency_classes: tuple[str, ...] | None = None  # None: every class of the stack
+    source: str = field(default="", compare=False, repr=False)  # the file it was loaded from
 
     @property
     def host_scale(self) -> float:
@@ -169,8 +183,11 @@ class SoftwareStack:
         """The same stack on a host of that single-thread clock (None: the reference)."""
         return dataclasses.replace(self, host_single_thread_hz=host_single_thread_hz)
 
-    def modifier(self, factor: str) -> float:
-        """Kernel-efficiency modifier ("tensor_core", "cuda_core", "dram_bandwidth")."""
+    def modifier(self, factor: str, device_class: str) -> float:
+        """Kernel-efficiency modifier ("tensor_core", "cuda_core", "dram_bandwidth") on
+        `device_class`: 1 on a class outside `efficiency_classes`."""
+        if self.efficiency_classes is not None and device_class not in self.efficiency_classes:
+            return 1.0
         return self.efficiency[factor]
 
     def cpu_factor(self, kernel: str, precision: str) -> float | None:
@@ -190,6 +207,8 @@ def _from_values(name: str, v: dict[str, Any], sources: dict[str, str]) -> Softw
         per_kernel_s=per_kernel, fuses=graph["fuses"] or (),
         weight_casts=graph["weight_casts"],
         layout_conversions_per_conv=graph["layout_conversions_per_conv"],
+        fp32_on_tf32=graph.get("fp32_on_tf32") or (),
+        efficiency_classes=v.get("efficiency_classes"),
         efficiency=dict(v["efficiency"]), sources=sources,
         cpu_efficiency={k: x for k, x in (v.get("cpu_efficiency") or {}).items()
                         if x is not None},
@@ -203,7 +222,7 @@ def load_stack(name_or_path: str | Path) -> SoftwareStack:
     path = find_profile(name_or_path, "software/*.toml", "software stack")
     src = str(path)
     values, sources = parse_profile(read_toml(path), FIELDS, src)
-    stack = _from_values(path.stem, values, sources)
+    stack = dataclasses.replace(_from_values(path.stem, values, sources), source=src)
     missing = [c for c in stack.classes if c in ("gpu", "cpu") and c not in stack.per_kernel_s]
     if missing:
         raise ConfigError(src, f"host.per_kernel_us.{missing[0]}", None,
@@ -336,3 +355,43 @@ def layout_conversions(work: pd.DataFrame, stack: SoftwareStack,
         return np.zeros(len(work))
     conv = (work["op"] == OpKind.CONV2D.value).to_numpy()
     return np.where(conv, stack.layout_conversions_per_conv, 0.0)
+
+
+# ---- TPU, FPGA and NPU: classes that run a graph compiled ahead of time ----------------------
+
+
+def compiled_stack(software: str | SoftwareStack, device_class: str) -> SoftwareStack:
+    """The stack a TPU / FPGA / NPU class model runs (`resolve_software`), refusing the fields
+    such a class cannot use: its compiler quantises or casts the weights once, ahead of time
+    (no autocast `graph.weight_casts`), and lays tensors out in the engine's own format (no
+    `graph.layout_conversions_per_conv`). ConfigError naming the stack file, field and value."""
+    stack, _ = resolve_software(software, device_class)
+    src = stack.source or f"software stack '{stack.name}'"
+    why = (f"a {device_class} runs a graph compiled ahead of time; set it to 0 / false or drop "
+           f"'{device_class}' from the stack's classes")
+    if stack.weight_casts:
+        raise ConfigError(src, "graph.weight_casts", True, f"no autocast casts on a "
+                          f"{device_class} (weights are converted once, at compile time): {why}")
+    if stack.layout_conversions_per_conv > 0:
+        raise ConfigError(src, "graph.layout_conversions_per_conv",
+                          stack.layout_conversions_per_conv,
+                          f"no NCHW/NHWC transposes on a {device_class} (the compiler lays "
+                          f"tensors out for the engine): {why}")
+    return stack
+
+
+def capped_factor(stack: SoftwareStack, device_class: str, modifier: str,
+                  class_factor: float = 1.0) -> float:
+    """A class model's efficiency `class_factor` times the stack's `modifier` ("tensor_core",
+    "cuda_core", "dram_bandwidth") on `device_class`, capped at 1: a stack cannot lift a unit
+    above its peak."""
+    return min(class_factor * stack.modifier(modifier, device_class), 1.0)
+
+
+def host_issue_wait_s(stack: SoftwareStack, device_class: str, kernels: np.ndarray,
+                      busy_s: np.ndarray) -> np.ndarray:
+    """Per row, the time a TPU / FPGA / NPU waits on its host to issue `kernels` kernels: the
+    stack's `host.per_kernel_us.<class>` on this host (absent: none) beyond the row's own
+    `busy_s`, as on a GPU (issue overlaps the device's work), s."""
+    per_kernel_s = stack.per_kernel_s.get(device_class, 0.0) * stack.host_scale
+    return np.maximum(np.asarray(kernels, float) * per_kernel_s - busy_s, 0.0)

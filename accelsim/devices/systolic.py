@@ -28,6 +28,17 @@ Memory: the built-in TPU profiles publish a unified buffer, and DRAM traffic fol
 SCALE-Sim .cfg (`operand_srams` set) is timed by SCALE-Sim's memory model instead
 (`systolic_memory`): its three SRAMs, one DRAM port per operand, per-layer stall cycles.
 
+Software stack (`software`; jax-xla by default): the rows of the op groups its `graph.fuses`
+names (XLA: normalisation and elementwise) fuse into their producer, draining through the
+vector unit while it runs (free while the vector unit keeps up, the excess charged, as on an
+NPU) and moving only an input the producer did not write; its `[efficiency]` modifiers divide
+the MXU cycles (`tensor_core`), vector cycles (`cuda_core`) and DRAM bandwidth
+(`dram_bandwidth`), each capped at 1 (a factor of 1 is SCALE-Sim's count at the datasheet
+rate); `host.per_kernel_us.tpu` per unfused kernel is waited on beyond the kernel's own
+time (issue overlaps the device, as on a GPU); weight casts and layout
+conversions are refused (`software.compiled_stack`). A stack that changes none of these leaves
+the counts exactly SCALE-Sim's.
+
 Dataflow is a property of the array, `compute.dataflow` in the profile ("ws", "os" or "is";
 absent: weight stationary, the TPU's). `accelsim simulate --dataflow` overrides it.
 
@@ -42,6 +53,8 @@ import pandas as pd
 from accelsim.devices.core import device_model
 from accelsim.devices.mapping import (
     ACCUMULATOR_BYTES_PER_ELEMENT,
+    drain_excess_s,
+    kernel_counts,
     listed_vector_peak,
     mac_weighted,
     operand_bytes,
@@ -51,6 +64,13 @@ from accelsim.devices.mapping import (
     vector_flops,
 )
 from accelsim.devices.profile_types import DeviceProfile
+from accelsim.devices.software import (
+    SoftwareStack,
+    capped_factor,
+    compiled_stack,
+    host_issue_wait_s,
+    stack_fused_rows,
+)
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.kernels.formats import get_format
 
@@ -222,10 +242,13 @@ def buffer_dram_bytes(profile: DeviceProfile, work: pd.DataFrame, g: pd.DataFram
 
 @device_model("tpu")
 def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
-                   precision: str, software: str, dataflow: str | None = None) -> pd.DataFrame:
+                   precision: str, software: str | SoftwareStack,
+                   dataflow: str | None = None) -> pd.DataFrame:
     """Cost of each work row on a TPU-like chip: GEMMs folded onto its MXUs (`dataflow`, or
     the profile's), the rest on its vector unit, DRAM traffic set by the unified buffer,
-    stalls where DRAM (or the buffer's bandwidth) cannot feed the arrays."""
+    stalls where DRAM (or the buffer's bandwidth) cannot feed the arrays; the software stack's
+    fusion, efficiency modifiers and per-kernel host time (`_with_stack`)."""
+    stack = compiled_stack(software, "tpu")
     flow = dataflow or dataflow_of(profile)
     _check(flow)
     run = mxu_precision(profile, precision)
@@ -267,7 +290,7 @@ def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFra
                                              * get_format(precision).bytes_per_element,
                                              compulsory), dram)
     energy = row_energy_j(profile, run, macs, vec, dram, buffer)
-    return pd.DataFrame({
+    costs = pd.DataFrame({
         "compute_s": compute_cycles / clock_hz,
         "memory_s": memory_s,
         "overhead_s": np.zeros(n_rows),
@@ -277,3 +300,54 @@ def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFra
         "cycles": compute_cycles + stalls,
         "stall_cycles": stalls,
     }, index=work.index)
+    vec_cycles = np.ceil(vec / vector_ops_per_s(profile, run) * clock_hz)
+    return _with_stack(costs, work, stack, vec_cycles, clock_hz,
+                       profile.offchip_memory.bandwidth_bytes_per_s)
+
+
+def _with_stack(costs: pd.DataFrame, work: pd.DataFrame, stack: SoftwareStack,
+                vec_cycles: np.ndarray, clock_hz: float, dram_bytes_per_s: float
+                ) -> pd.DataFrame:
+    """`costs` under the software stack: MXU cycles over its `tensor_core` modifier, vector
+    cycles (`vec_cycles`, at the datasheet rate) over `cuda_core`, memory time over
+    `dram_bandwidth` (each capped at 1: a factor of 1 is SCALE-Sim's count at the datasheet
+    rate); rows of the op groups its `graph.fuses` names drain through the vector unit while
+    their producer runs (XLA's fusion; free while the vector unit keeps up, the excess
+    charged, as on an NPU), moving only an input the producer did not write;
+    `host.per_kernel_us.tpu` per unfused kernel beyond its own time. Rows the stack leaves
+    alone keep their counts exactly."""
+    tc, cc, dm = (capped_factor(stack, "tpu", k) for k in ("tensor_core", "cuda_core",
+                                                     "dram_bandwidth"))
+    fused = stack_fused_rows(work, stack)
+    host_s = stack.per_kernel_s.get("tpu", 0.0)
+    if (tc, cc, dm) == (1.0, 1.0, 1.0) and not fused.any() and host_s == 0:
+        return costs
+    out = costs.copy()
+    cycles_in = out["cycles"].to_numpy() - out["stall_cycles"].to_numpy()
+    vec_cycles = np.minimum(vec_cycles, cycles_in)
+    vec_cycles_run = np.ceil(vec_cycles / cc)
+    compute_cycles = np.ceil((cycles_in - vec_cycles) / tc) + vec_cycles_run
+    memory_s = out["memory_s"].to_numpy() / dm
+    if fused.any():
+        outs = work["write_bytes"].to_numpy(dtype=float)
+        residual = np.maximum(work["read_bytes"].to_numpy(dtype=float) - outs, 0.0)
+        out["dram_bytes"] = np.where(fused, residual, out["dram_bytes"])
+        out["onchip_bytes"] = np.where(fused, residual, out["onchip_bytes"])
+        memory_s = np.where(fused, residual / (dram_bytes_per_s * dm), memory_s)
+        compute_s = compute_cycles / clock_hz
+        own_s = np.where(work["matmul"].to_numpy(dtype=bool), np.maximum(compute_s, memory_s),
+                         0.0)
+        # NB: the fused work drains through the vector unit over the producer's whole time,
+        # perfectly overlapped (`mapping.drain_excess_s`); only its excess is charged.
+        drain_s = drain_excess_s(work, fused, vec_cycles_run / clock_hz, own_s)
+        compute_cycles = np.where(fused, np.ceil(drain_s * clock_hz), compute_cycles)
+        out["unit"] = np.where(fused, "fused", np.where(work["matmul"], "mxu", "vector"))
+    changed = fused | ((tc, cc, dm) != (1.0, 1.0, 1.0))
+    stalls = stall_cycles(compute_cycles, memory_s, clock_hz)
+    out["compute_s"] = np.where(changed, compute_cycles / clock_hz, out["compute_s"])
+    out["memory_s"] = np.where(changed, memory_s, out["memory_s"])
+    out["stall_cycles"] = np.where(changed, stalls, out["stall_cycles"])
+    out["cycles"] = np.where(changed, compute_cycles + stalls, out["cycles"])
+    out["overhead_s"] = host_issue_wait_s(stack, "tpu", np.where(fused, 0.0, kernel_counts(
+        work)), np.maximum(out["compute_s"].to_numpy(), out["memory_s"].to_numpy()))
+    return out

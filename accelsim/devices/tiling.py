@@ -29,10 +29,12 @@ def _ceil_div(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
 
 def gemm_quantization(m: np.ndarray, n: np.ndarray, k: np.ndarray, count: np.ndarray,
                       tile_m: float, tile_n: float, units: float,
-                      split_k_min_k: float) -> np.ndarray:
+                      split_k_min_k: float, fill_k: float = 0.0) -> np.ndarray:
     """MACs spent by `count` GEMMs (m x n output, reduction k) tiled tile_m x tile_n, one tile
     per unit at a time, in waves. With fewer tiles than units, K is split (each split at least
-    `split_k_min_k` deep) to fill the units.
+    `split_k_min_k` deep) to fill the units. `fill_k`: the K depth whose time each tile spends
+    outside its main loop (pipeline prologue and epilogue), added to every tile's k depth, so
+    that short-K GEMMs spend more per useful MAC (0: none).
 
     >>> float(gemm_quantization(np.array([128]), np.array([128 * 81]), np.array([64]),
     ...                         np.array([1]), 128, 128, 80, 256)[0]) / (128 * 128 * 81 * 64)
@@ -45,21 +47,28 @@ def gemm_quantization(m: np.ndarray, n: np.ndarray, k: np.ndarray, count: np.nda
                     np.maximum(np.floor(k / split_k_min_k), 1.0))
     k_split = np.ceil(k / split)
     waves = _ceil_div(tiles * split, units)
-    return waves * units * tile_m * tile_n * k_split
+    return waves * units * tile_m * tile_n * (k_split + fill_k)
 
 
 def row_gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, width_bytes: float,
                      tile_m: float, tile_n: float, units: float, split_k_min_k: float,
-                     cache_bytes: float | None, cache_resident_fraction: float) -> pd.DataFrame:
-    """Per work row (index of `work`): `quantization` (spent / useful MACs of the row's GEMMs
-    from `mapping.row_gemms`, 1 for rows without a GEMM), `tile_bytes_per_mac` (on-chip operand
-    loads per useful MAC) and `reread_bytes` (extra DRAM bytes, `mapping.refetch_bytes` on a
-    cache of `cache_bytes` with `cache_resident_fraction` holding the resident operand)."""
+                     cache_bytes: float | None, cache_resident_fraction: float,
+                     fill_k: float = 0.0, useful_gemms: pd.DataFrame | None = None
+                     ) -> pd.DataFrame:
+    """Per work row (index of `work`): `quantization` (spent MACs of the row's GEMMs from
+    `mapping.row_gemms`, `gemm_quantization` with `fill_k`, / the useful MACs of the GEMMs
+    in `useful_gemms`, default `gemms`; 1 for rows without a GEMM), `tile_bytes_per_mac`
+    (on-chip operand loads per spent MAC) and `reread_bytes` (extra DRAM bytes,
+    `mapping.refetch_bytes` on a cache of `cache_bytes` with `cache_resident_fraction` holding
+    the resident operand). `useful_gemms` lets a row run other GEMMs than its op's (Winograd:
+    `gpu_gemm`) while its quantization stays relative to the op's own MAC count."""
     n_rows = len(work)
     g = row_gemms(work, gemms)
     spent = gemm_quantization(g["m"], g["n"], g["k"], g["count"], tile_m, tile_n, units,
-                              split_k_min_k)
-    useful = per_row(g["macs"], g["row"], n_rows)
+                              split_k_min_k, fill_k)
+    spent_row = per_row(spent, g["row"], n_rows)
+    u = g if useful_gemms is None else row_gemms(work, useful_gemms)
+    useful = per_row(u["macs"], u["row"], n_rows)
     has = useful > 0
     # NB: each gradient GEMM re-reads what its forward GEMM re-reads (X and W), not what its
     # own operands would: a wgrad kernel keeps its small output stationary and streams X and
@@ -74,8 +83,7 @@ def row_gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, width_bytes: float
     gemm_kinds = np.where((work["phase"] == "backward").to_numpy(), len(GRADIENT_GEMMS), 1.0)
     cap = 4 * work["read_bytes"].to_numpy(dtype=float) * gemm_kinds
     return pd.DataFrame({
-        "quantization": np.where(has, per_row(spent, g["row"], n_rows)
-                                 / np.where(has, useful, 1.0), 1.0),
+        "quantization": np.where(has, spent_row / np.where(has, useful, 1.0), 1.0),
         "tile_bytes_per_mac": np.where(has, width_bytes * (1 / tile_m + 1 / tile_n), 0.0),
         "reread_bytes": np.where(has, np.minimum(reread, cap), 0.0),
     }, index=work.index)

@@ -1,5 +1,7 @@
-"""The token-level LLM run behind `run_simulation` when a run sets an LLM knob: a pure function
-of the `SimulationConfig`, returning the usual record with the LLM figures added.
+"""The token-level LLM run behind `run_simulation` when a run sets an LLM knob or serves a
+decoder (`routes_to_llm`): a pure function of the `SimulationConfig`, returning the usual record
+with the LLM figures added. Prompt and output lengths not given are the defaults, said in the
+notes.
 
     res = run_llm(make_config("llama2_7b", "a100", prompt_tokens=512, output_tokens=128,
                               batch=8))
@@ -7,9 +9,10 @@ of the `SimulationConfig`, returning the usual record with the LLM figures added
 
 LLM knobs (`SimulationConfig.llm`): prompt_tokens, output_tokens, tp, pp, overlap_tp,
 expert_parallel, weight_precision, kv_precision (infer and serve); batching, length_dist,
-slo_ttft_s, slo_tpot_s, chunked_prefill, requests_file (serve); zero, recompute (train). Mode
-infer costs one batch (`accelsim.llm.infer`), mode serve runs the server (`accelsim.llm.serve`),
-mode train one training step (`accelsim.llm.train`). A split that does not fit in device memory
+slo_ttft_s, slo_tpot_s, chunked_prefill, requests_file (serve); zero, recompute (train; with
+the pipeline's accumulate, bucket_mb, overlap_allreduce, allreduce, nodes). Mode infer costs
+one batch (`accelsim.llm.infer`), mode serve runs the server (`accelsim.llm.serve`), mode train
+one training step (`accelsim.llm.train_record`). A split that does not fit in device memory
 is a result: memory says why and how it could fit, the figures are None.
 """
 
@@ -87,6 +90,13 @@ def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platfor
     return model, system, profile, plat, lay
 
 
+def routes_to_llm(cfg: Any) -> bool:
+    """Whether `run_simulation` hands `cfg` to `run_llm`: an LLM knob is set, or a decoder
+    is served (`--mode serve`: the token-level engine, not the request-level batcher)."""
+    mode = cfg.mode or cfg.scenario.mode
+    return bool(cfg.llm) or (mode == "serve" and is_decoder(cfg.scenario.model))
+
+
 def run_llm(cfg: Any) -> Any:
     """The record of an LLM run (`accelsim.sim.api.SimulationResult`)."""
     from accelsim.sim.api import SimulationResult
@@ -98,15 +108,24 @@ def run_llm(cfg: Any) -> Any:
     notes: list[str] = []
     model, system, profile, plat, lay = _setup(cfg, notes)
     if mode == "train":
-        from accelsim.llm.train import train_record
+        from accelsim.llm.train_record import train_record
 
         cap = capacity_bytes(profile)
         if cap is None:
             raise AccelsimError(f"{profile.name} publishes no memory capacity")
-        return SimulationResult(train_record(cfg, plat, lay, system, cap, notes),
-                                pd.DataFrame())
+        record = train_record(cfg, plat, lay, system, cap, notes)
+        events = record.pop("records")
+        return SimulationResult(record, pd.DataFrame() if events is None else events)
     prompt = cfg.llm.get("prompt_tokens", DEFAULT_PROMPT_TOKENS)
     output = cfg.llm.get("output_tokens", DEFAULT_OUTPUT_TOKENS)
+    unset = {k: v for k, v in (("prompt", prompt), ("output", output))
+             if f"{k}_tokens" not in cfg.llm}
+    if unset and not cfg.llm.get("requests_file"):
+        notes.append(f"{' and '.join(f'{k}_tokens' for k in unset)} not given: "
+                     f"{' and '.join(f'{v} {k}' for k, v in unset.items())} tokens per request "
+                     f"(the default{'s' if len(unset) > 1 else ''}; "
+                     f"{', '.join(f'--{k}-tokens' for k in unset)} "
+                     f"{'set them' if len(unset) > 1 else 'sets it'})")
     if prompt + output > model.context:
         raise AccelsimError(f"prompt_tokens + output_tokens = {prompt + output:,} exceeds "
                             f"{model.name}'s context of {model.context:,} tokens")

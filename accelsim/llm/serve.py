@@ -105,6 +105,12 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     if trace and (serve.get("rate_per_s") is not None or "requests" in serve):
         raise AccelsimError("--requests-file gives the arrivals and the requests: drop --rate "
                             "and --requests")
+    dynamic = [k for k in ("max_wait_s", "think_time_s") if k in serve]
+    if dynamic:
+        raise AccelsimError(f"{', '.join(k.removesuffix('_s') + '_ms' for k in dynamic)} "
+                            f"appl{'y' if len(dynamic) > 1 else 'ies'} to the request-level "
+                            "batcher; a decoder is served token by "
+                            "token (--batching continuous|static, --max-batch): drop them")
     batching = llm.get("batching", "continuous")
     if batching not in BATCHING:
         raise AccelsimError(f"knob 'batching' = {batching!r}: choose one of "

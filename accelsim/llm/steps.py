@@ -72,6 +72,11 @@ class StepModel:
         return {part: shape_costs(self.plat, steps, part)
                 for part in (layer_part, "embed", "head")}
 
+    def layer_comm_s(self, tokens: float) -> tuple[float, float]:
+        """(TP collectives of one layer, one stage boundary) for `tokens` hidden states, s
+        (`_comm_s`; training runs the same collectives each way)."""
+        return self._comm_s(tokens)
+
     def _comm_s(self, tokens: float) -> tuple[float, float]:
         """(TP collectives of one layer, one stage boundary) for `tokens` hidden states: two
         all-reduces, or with expert parallelism the attention's all-reduce and the experts'

@@ -13,6 +13,9 @@ GEMM + all-reduce: a layer's data dependence is not modelled); the link carries 
 at a time, so collectives longer than the compute queue behind each other. One device: no
 collective events, the layers' compute in sequence.
 
+Inference steps (`accelsim.llm.steps`) and training passes (`accelsim.llm.train`: forward, then
+backward with its own collectives) run the same events, so `overlap_tp` means the same in both.
+
 `ExposedCache` keeps the exposed collective time (the timeline past the compute) of a step by
 (collective time, compute bucket), the only inputs it depends on, so an engine that costs many
 steps runs the events once per bucket, not once per step.

@@ -9,20 +9,27 @@ the device's class model.
 A step: `microbatches` micro-batches of `micro_batch` sequences of `seq` tokens per replica
 (gradient accumulation, and the pipeline's microbatches), each forward then backward (with full
 recomputation: the forward again before the backward) through `pp` stages (GPipe / 1F1B bubble:
-(m + pp - 1) stage passes for m microbatches), two TP all-reduces per layer each way; then the
-data-parallel gradient exchange over the replicas and the Adam update.
+(m + pp - 1) stage passes for m microbatches). A stage's layers run with their TP collectives as
+SimPy events on the link, as in inference (`accelsim.llm.tp_events`; `overlap_tp` means the
+same in both): two all-reduces per layer forward and two backward (Megatron-LM), or with expert
+parallelism one all-reduce and two all-to-alls each way. Then the data-parallel gradient
+exchange as SimPy events overlapping the last micro-batch's backward (`accelsim.llm.dp_events`:
+bucketed all-reduce, or reduce-scatter and a weight all-gather after the optimizer under ZeRO
+1-3; across `nodes` the hierarchical collective over the NICs) and the Adam update.
 Backward rows (the `accelsim.workload.work` convention): a weight GEMM does dX and dW (twice its
 forward FLOPs), FlashAttention's backward 2.5x its forward (it recomputes the scores: five GEMMs
 for two, Dao 2023, arXiv:2307.08691), elementwise rows once more; each reads what forward saved
 and the output gradient and writes the input (and weight) gradient.
 ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054): mixed-precision Adam keeps 16 bytes per
 parameter (2 weights, 2 gradients, 12 fp32 master, momentum and variance); stage 1 shards the
-12 over the replicas, stage 2 the gradients too, stage 3 the weights too. Stages 0-2 exchange
-2 x the gradient bytes (all-reduce, or reduce-scatter + all-gather: the same volume); stage 3
-adds an all-gather of the weights in each forward and backward.
+12 over the replicas, stage 2 the gradients too, stage 3 the weights too. Stage 0 all-reduces
+the gradients; stages 1-3 reduce-scatter them (each replica updates its shard), stages 1-2 then
+all-gather the updated weights (the same volume as an all-reduce in all), stage 3 gathers the
+weights in each micro-batch's forward and backward instead.
 Energy: the rows' energies from the device model (dynamic plus static power over each row, each
-row within the TDP) for the work every GPU does, plus static power while it waits
-(`_step_energy_j`); average power is every GPU's together, as for inference.
+row within the TDP) for the work every GPU does, plus static power while it waits, plus the
+links, NVSwitch chips and NICs (`accelsim.llm.train_comm`); average power is every GPU's
+together, as for inference.
 """
 
 from __future__ import annotations
@@ -30,12 +37,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from accelsim.devices.estimate import power_limits_w
-from accelsim.devices.software import DEFAULT
 from accelsim.errors import AccelsimError
-from accelsim.interconnect.nccl import AUTO, collective_time_s
+from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB, MIB
 from accelsim.llm.costs import Platform, cost_frames
 from accelsim.llm.memory import (
     LOGIT_BYTES,
@@ -43,8 +50,16 @@ from accelsim.llm.memory import (
     shard_embedding_params,
     shard_layer_params,
 )
-from accelsim.llm.parallel import Layout, replicas
-from accelsim.llm.steps import ALLREDUCES_PER_LAYER, prefill_step
+from accelsim.llm.parallel import Layout
+from accelsim.llm.steps import ALLREDUCES_PER_LAYER, StepModel, prefill_step
+from accelsim.llm.tp_events import stage_events
+from accelsim.llm.train_comm import (
+    WEIGHT_BYTES,
+    dp_step,
+    shards_busy,
+    step_energy_j,
+    tp_link_energy,
+)
 from accelsim.llm.work import (
     SOFTMAX_FLOPS,
     Rows,
@@ -56,14 +71,16 @@ from accelsim.llm.work import (
 from accelsim.workload.work import OPTIMIZER_FLOPS_PER_PARAM
 
 ZERO_STAGES = (0, 1, 2, 3)
-WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES = 2.0, 2.0, 12.0  # per parameter, mixed precision
+GRAD_BYTES, ADAM_BYTES = 2.0, 12.0  # per parameter, mixed precision (weights: WEIGHT_BYTES)
 BACKWARD_FLOPS = {"linear": 2.0, "attention": 2.5}  # x forward; any other row: 1.0
 
 
 @dataclass(frozen=True)
 class TrainSplit:
-    """The data-parallel side of a training step: replicas, micro-batch (sequences), sequence
-    length (tokens), micro-batches per step, ZeRO stage and full activation recomputation."""
+    """The data-parallel side of a training step: replicas (all nodes), micro-batch
+    (sequences), sequence length (tokens), micro-batches per step, ZeRO stage, full activation
+    recomputation, nodes, and the gradient exchange: overlapped with backward in buckets of
+    `bucket_bytes`, or one message after it; all-reduce algorithm."""
 
     dp: int
     micro_batch: int
@@ -71,6 +88,10 @@ class TrainSplit:
     microbatches: int = 1
     zero: int = 0
     recompute: bool = False
+    nodes: int = 1
+    overlap_dp: bool = True
+    bucket_bytes: float = DEFAULT_BUCKET_MIB * MIB
+    allreduce: str = "ring"
 
     def check(self) -> None:
         if self.zero not in ZERO_STAGES:
@@ -120,21 +141,6 @@ def _optimizer(plat: Platform, params: float) -> tuple[float, float]:
     return float(done["time_s"].sum()), float(done["energy_j"].sum())
 
 
-def _dp_comm_s(lay: Layout, split: TrainSplit, params: float) -> float:
-    """The replicas' gradient exchange (and ZeRO-3's weight gathers) per step, s. NB: after
-    the last backward, not overlapped with it."""
-    if split.dp == 1:
-        return 0.0
-    if lay.link is None:
-        raise AccelsimError("data parallelism needs a GPU-to-GPU link")
-    grads = params * GRAD_BYTES
-    exchange = collective_time_s("allreduce", AUTO, split.dp, grads, lay.link)[0]
-    if split.zero < 3:
-        return exchange
-    gather = collective_time_s("allgather", AUTO, split.dp, params * WEIGHT_BYTES, lay.link)[0]
-    return exchange + 2 * split.microbatches * gather
-
-
 def train_memory(plat: Platform, lay: Layout, split: TrainSplit,
                  capacity_bytes: float) -> dict[str, Any]:
     """Per-GPU memory of a training step (the first stage, which holds the most micro-batches
@@ -168,9 +174,31 @@ def train_memory(plat: Platform, lay: Layout, split: TrainSplit,
                   "per_gpu": True}
 
 
-def train_step(plat: Platform, lay: Layout, split: TrainSplit,
-               capacity_bytes: float) -> dict[str, Any]:
-    """Time, throughput, MFU and memory of one training step (module docstring); SI units."""
+def _stage_passes(plat: Platform, lay: Layout, split: TrainSplit, fwd_s: float, bwd_s: float
+                  ) -> dict[str, float]:
+    """One micro-batch through the largest stage's layers, forward then backward, with the TP
+    collectives as events on the link (`accelsim.llm.tp_events`, as in inference: two
+    all-reduces a layer each way, Megatron-LM; with expert parallelism one all-reduce and the
+    dispatch and combine all-to-alls, whose backward are all-to-alls too). Full recomputation
+    runs the forward again, collectives included, before each layer's backward."""
+    tokens = split.micro_batch * split.seq
+    coll_s, _ = StepModel(plat, lay).layer_comm_s(tokens)
+    per_layer = 3 if plat.expert_parallel else ALLREDUCES_PER_LAYER
+    again = 2 if split.recompute else 1
+    n = lay.layers_per_stage
+    f_s, f_events = stage_events([fwd_s] * n, [coll_s] * n, per_layer, lay.overlap_tp)
+    b_compute_s = bwd_s + (fwd_s if split.recompute else 0.0)
+    b_s, b_events = stage_events([b_compute_s] * n, [again * coll_s] * n, again * per_layer,
+                                 lay.overlap_tp)
+    exposed_s = f_s + b_s - n * (fwd_s + b_compute_s) if f_events + b_events else 0.0
+    return {"forward_s": f_s, "backward_s": b_s, "exposed_s": exposed_s,
+            "busy_s": n * (1 + again) * coll_s, "events": float(f_events + b_events)}
+
+
+def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: float,
+               system: Any) -> dict[str, Any]:
+    """Time, throughput, MFU, memory and energy of one training step (module docstring); SI
+    units. `system`: the node (its links and NICs carry the exchanges)."""
     split.check()
     work, gemms = _micro_rows(plat, split)
     done = cost_frames(plat, work.drop(columns="shape"), gemms).assign(shape=work["shape"])
@@ -183,110 +211,54 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit,
     bwd = {s: part(s, "backward") for s in (0, 1)}
     tokens = split.micro_batch * split.seq
     msg = tokens * plat.cfg.d_model * plat.formats.act_bytes
-    passes = 3 if split.recompute else 2  # forward, backward (and forward again)
-    ar_s = ALLREDUCES_PER_LAYER * lay.allreduce_s(msg) * passes
-    layer_s = fwd[0] * (2 if split.recompute else 1) + bwd[0] + ar_s
-    stage_s = lay.layers_per_stage * layer_s + fwd[1] + bwd[1] + 2 * lay.p2p_s(msg)
+    tp = _stage_passes(plat, lay, split, fwd[0], bwd[0])
+    stage_s = tp["forward_s"] + tp["backward_s"] + fwd[1] + bwd[1] + 2 * lay.p2p_s(msg)
     m, pp = split.microbatches, lay.pp
+    compute_s = (m + pp - 1) * stage_s
     params = _params_per_gpu(plat, lay)
-    dp_s = _dp_comm_s(lay, split, params)
     opt_s, opt_j = _optimizer(plat, params / (split.dp if split.zero >= 1 else 1))
-    step_s = (m + pp - 1) * stage_s + dp_s + opt_s
-    energy_j = _step_energy_j(plat, lay, split, part, step_s, opt_s, opt_j)
+    window_s = bwd[1] + tp["backward_s"]  # the last micro-batch's backward on the stage
+    backward = done[(done["shape"] == 0) & (done["phase"] == "backward")]
+    # The window in backward order: the ends (LM head, loss), then each layer with its TP
+    # collectives, each making its gradients; the embedding's (and a tied or staged head's)
+    # last. NB: the largest stage stands for every stage's group (it ends the step last); the
+    # LM head's gradients are taken ready with the embedding's; a running DP collective slows
+    # the TP collectives' time in the window as it slows compute.
+    dp = dp_step(plat, lay, split, system, backward, np.array(
+        [bwd[1], *[tp["backward_s"] / lay.layers_per_stage] * lay.layers_per_stage, 0.0]),
+        np.array([0.0, *[shard_layer_params(plat) * GRAD_BYTES] * lay.layers_per_stage,
+                  shard_embedding_params(plat, lay) * GRAD_BYTES]), opt_s, params)
+    step_s = compute_s - window_s + dp["end_s"]
+    dp_s = max(dp["end_s"] - window_s - opt_s, 0.0)  # (float rounding below 0 without DP)
+    busy = shards_busy(plat, split, part, opt_s, opt_j, lay.gpus * split.dp)
+    static_w = power_limits_w(plat.profile)[1]
+    gpus = lay.gpus * split.dp
+    accel_j = busy["energy_j"] + static_w * max(gpus * step_s - busy["time_s"], 0.0)
+    tp_link = tp_link_energy(plat, lay, split, tokens, tp["busy_s"])
+    energy = step_energy_j(plat, lay, split, system, dp, tp_link, accel_j, step_s)
     forward = done[(done["phase"] == "forward") & done["matmul"]]
     fwd_flops = (plat.cfg.n_layers * forward.loc[forward["shape"] == 0, "flops"].sum()
                  + forward.loc[forward["shape"] == 1, "flops"].sum()) * plat.tp
     # NB: MFU's model FLOPs: 3 x the forward GEMMs (forward, dX, dW), no recomputation
     model_flops = 3.0 * fwd_flops * m * split.dp
     peak = plat.profile.peak_flops_per_s(plat.precision)
-    gpus = lay.gpus * split.dp
     step_tokens = tokens * m * split.dp
+    energy_j = energy["total_j"]
     return {
         "step_time_s": step_s, "tokens_per_s": step_tokens / step_s,
         "global_batch_tokens": step_tokens,
-        "mfu": None if peak is None else model_flops / (step_s * peak * gpus),
-        "model_flops_per_step": model_flops, "pipeline_bubble": (pp - 1) / (m + pp - 1),
-        "tp_comm_s": (m + pp - 1) * lay.layers_per_stage * ar_s, "dp_comm_s": dp_s,
+        "mfu": None if peak is None else float(model_flops / (step_s * peak * gpus)),
+        "model_flops_per_step": float(model_flops), "pipeline_bubble": (pp - 1) / (m + pp - 1),
+        "tp_comm_s": (m + pp - 1) * tp["exposed_s"], "tp_events": int(tp["events"]),
+        "dp_comm_s": dp_s, "dp_collectives": dp["collectives"],
+        "dp_algorithm": dp["algorithm"], "dp_contention_share": dp["share"],
         "optimizer_s": opt_s, "devices": gpus,
         "memory": train_memory(plat, lay, split, capacity_bytes),
         "forward_s_per_layer": fwd[0], "backward_s_per_layer": bwd[0],
         "flops_per_token": float(model_flops / step_tokens),
         "energy_j": energy_j, "energy_j_per_token": energy_j / step_tokens,
-        "average_power_w": energy_j / step_s,
+        "average_power_w": energy_j / step_s, "energy_breakdown_j": energy["parts"],
+        "energy_notes": energy["notes"], "records": dp["records"].assign(
+            start_s=dp["records"]["start_s"] + compute_s - window_s,
+            end_s=dp["records"]["end_s"] + compute_s - window_s),
     }
-
-
-def _step_energy_j(plat: Platform, lay: Layout, split: TrainSplit, part: Any, step_s: float,
-                   opt_s: float, opt_j: float) -> float:
-    """Joules of one step, every GPU of every replica: the rows' energies (dynamic plus static
-    power over each row's time, within the TDP by the cost model) for each layer's shard on its
-    TP ranks and each micro-batch, the optimizer on every GPU, and static power over the rest
-    of the step (pipeline bubble, TP and DP communication, the other stages' ends). NB: the
-    links' own energy is not charged; a GPU idling in the bubble draws static power."""
-    passes = 2 if split.recompute else 1  # forward again before the backward
-    layer = {col: passes * part(0, "forward", col) + part(0, "backward", col)
-             for col in ("time_s", "energy_j")}
-    ends = {col: part(1, "forward", col) + part(1, "backward", col)
-            for col in ("time_s", "energy_j")}
-    shards = plat.tp * split.dp * split.microbatches  # shard-runs of the model per step
-    gpus = lay.gpus * split.dp
-    busy_j = shards * (plat.cfg.n_layers * layer["energy_j"] + ends["energy_j"]) + gpus * opt_j
-    busy_s = shards * (plat.cfg.n_layers * layer["time_s"] + ends["time_s"]) + gpus * opt_s
-    static_w = power_limits_w(plat.profile)[1]
-    return busy_j + static_w * max(gpus * step_s - busy_s, 0.0)
-
-
-def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_bytes: float,
-                 notes: list[str]) -> dict[str, Any]:
-    """The record of a decoder training run (`accelsim.llm.run`): the step's figures, or why
-    the split does not fit."""
-    model = plat.cfg
-    unused = sorted(set(cfg.train) - {"accumulate"})
-    if unused:
-        raise AccelsimError(f"{', '.join(unused)} apply to the storage-to-accelerator training "
-                            "pipeline, not to a decoder's training step: drop them")
-    if plat.weights != plat.precision:
-        raise AccelsimError("decoder training keeps 16-bit weights: drop weight_precision")
-    seq = cfg.scenario.input.get("seq_len", model.context)
-    if seq > model.context:
-        raise AccelsimError(f"seq_len {seq:,} exceeds {model.name}'s context of "
-                            f"{model.context:,} tokens")
-    # default: as many replicas as the system holds
-    dp = replicas(cfg.devices, lay, system, system.device_count // lay.gpus)
-    split = TrainSplit(dp, cfg.scenario.batch_size, seq, cfg.train.get("accumulate", 1),
-                       cfg.llm.get("zero", 0), bool(cfg.llm.get("recompute", False)))
-    out = train_step(plat, lay, split, capacity_bytes)
-    mem = out.pop("memory")
-    record: dict[str, Any] = {
-        "workload": {"name": cfg.scenario.name, "mode": "train",
-                     "batch_size": split.micro_batch, "precision": plat.precision,
-                     "params": model.params, "active_params": model.active_params,
-                     "flops_per_sample": out["flops_per_token"] * seq, "seq_len": seq,
-                     "model_source": model.source},
-        "hardware": {"name": plat.profile.name, "class": plat.profile.device_class,
-                     "software": plat.stack.name, "compute_precision": plat.precision,
-                     "software_default": cfg.software == DEFAULT, "system": system.name,
-                     "fused_attention": plat.fused_attention},
-        "tp": lay.tp, "pp": lay.pp, "dp": dp, "zero": split.zero,
-        "recompute": split.recompute, "accumulate": split.microbatches, "layers": [],
-        "unsupported_ops": [], "notes": notes, "memory": mem,
-    }
-    if not mem["fits"]:
-        notes.insert(0, f"does not fit: training {model.name} with tp {lay.tp}, pp {lay.pp}, "
-                        f"ZeRO {split.zero} over {dp} replica(s) needs "
-                        f"{mem['required_bytes'] / 1e9:,.1f} GB per GPU on "
-                        f"{plat.profile.name}, which has {capacity_bytes / 1e9:,.1f} GB")
-        return record | dict.fromkeys(("throughput_samples_per_s", "latency_s",
-                                       "energy_j_per_sample", "average_power_w",
-                                       "tokens_per_s", "mfu", "step_time_s")) | {
-            "bottleneck": "memory capacity", "devices": out["devices"],
-            "bottleneck_detail": "raise tp, pp or the ZeRO stage, recompute, or shrink batch"}
-    comm = out["tp_comm_s"] + out["dp_comm_s"]
-    kind = "communication" if comm > 0.3 * out["step_time_s"] else "compute"
-    return record | out | {
-        "throughput_samples_per_s": out["tokens_per_s"] / seq, "latency_s": out["step_time_s"],
-        "energy_j_per_sample": out["energy_j_per_token"] * seq, "bottleneck": kind,
-        "bottleneck_detail": (f"TP all-reduces {out['tp_comm_s']:.3g} s, DP exchange "
-                              f"{out['dp_comm_s']:.3g} s, pipeline bubble "
-                              f"{out['pipeline_bubble']:.0%} of a {out['step_time_s']:.3g} s "
-                              "step")}

@@ -8,7 +8,8 @@ no network.
 The page (`page`) shows the system and workload, the summary, the bottleneck and what would
 relieve it (re-simulated: `relief`), the pipeline timeline (`accelsim.plots.timeline`), the
 stall, energy and memory breakdowns and the slowest layers (`accelsim.plots.breakdown`);
-`html` holds the escaped building blocks.
+a token-level LLM run (inference, serving, a training step) gets `llm_page` instead; `html`
+holds the escaped building blocks.
 """
 
 from __future__ import annotations
@@ -33,13 +34,7 @@ def report(workload: str | Scenario, hw: str, out: str | Path | None = None,
     raises `accelsim.errors.AccelsimError`; the file is then not written."""
     from accelsim.report.page import build_page
     from accelsim.results.files import write_atomic
-    from accelsim.sim.knobs import KNOBS
 
-    llm = sorted(k for k, v in knobs.items() if v is not None and k in KNOBS
-                 and KNOBS[k].target == "llm")
-    if llm:  # the page reads layer tables and pipeline figures a token-level run lacks
-        raise AccelsimError(f"the HTML report does not cover token-level LLM runs "
-                            f"({', '.join(llm)}): use simulate, compare or sweep")
     path = Path(out) if out is not None else default_path(workload, hw)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -132,6 +132,17 @@ def section(title: str, *parts: str, section_id: str = "") -> str:
     return f"<section{ident}><h2>{esc(title)}</h2>\n{''.join(parts)}</section>\n"
 
 
+def opening(rec: dict[str, Any], summary: str, setup: str) -> list[str]:
+    """A report's first parts: the alert of a run that does not fit (its first note), then the
+    summary (`summary`: preformatted text) and the system-and-workload section (`setup`)."""
+    parts = []
+    if not rec["memory"]["fits"]:
+        parts.append(para(f"Does not fit: {rec['notes'][0].removeprefix('does not fit: ')}",
+                          "alert"))
+    return parts + [section("Summary", pre(summary), section_id="summary"),
+                    section("System and workload", setup, section_id="setup")]
+
+
 def page(title: str, body: str, subtitle: str = "", footer: str = "") -> str:
     """The whole document: `body` (built from the pieces above) in the self-contained shell."""
     figures = body.count(f'<img class="{FIGURE_CLASS}"')

@@ -27,13 +27,14 @@ from accelsim.plots.timeline import gantt, step_window
 from accelsim.report.html import (
     bullets,
     embed_figure,
+    opening,
     page,
     pairs,
     para,
-    pre,
     section,
     table,
 )
+from accelsim.report.llm_page import is_token_level, llm_page
 from accelsim.report.relief import (
     METRIC_NAMES,
     MIN_GAIN,
@@ -56,17 +57,13 @@ def build_page(workload: Any, hw: str, knobs: dict[str, Any]) -> str:
 
     result = accelsim.simulate(workload, hw, **knobs)
     rec = result.record
+    if is_token_level(rec):  # an LLM run: its own page (`accelsim.report.llm_page`)
+        return llm_page(workload, hw, knobs, result)
     ctx = run_context(workload, hw, rec, knobs)
     found = find_relief(workload, hw, rec, knobs, ctx=ctx)
     w, h = rec["workload"], rec["hardware"]
     fits = bool(rec["memory"]["fits"])
-    parts = []
-    if not fits:
-        parts.append(para(f"Does not fit: {rec['notes'][0].removeprefix('does not fit: ')}",
-                          "alert"))
-    parts += [
-        section("Summary", pre("\n".join(summary_lines(rec))), section_id="summary"),
-        section("System and workload", _setup(rec, ctx, knobs), section_id="setup"),
+    parts = opening(rec, "\n".join(summary_lines(rec)), _setup(rec, ctx, knobs)) + [
         section("Bottleneck and what would relieve it", _relief(rec, found),
                 section_id="bottleneck"),
     ]

@@ -98,9 +98,9 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     _check_mode_knobs(cfg, mode)
     if cfg.prune_2_4 and not cfg.execute:
         raise AccelsimError("--prune-2-4 prunes the weights the kernels run with: add --execute")
-    if cfg.llm:  # a decoder at the token level: prefill, decode, KV cache, TP/PP
-        from accelsim.llm.run import run_llm
+    from accelsim.llm.run import routes_to_llm, run_llm
 
+    if routes_to_llm(cfg):  # a decoder at the token level: prefill, decode, KV cache, TP/PP
         return run_llm(cfg)
     system, profile = resolve_hardware(cfg.hardware)
     if cfg.dataflow:

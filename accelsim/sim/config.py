@@ -14,6 +14,10 @@ overlapped, gradients are all-reduced in buckets of `bucket_mb` MiB as backward 
 (PyTorch DDP), else in one message after backward; `accumulate` micro-steps share one
 all-reduce and one optimizer step (each simulated step is a micro-step).
 
+Device spread: `device_spread` is the relative standard deviation of step time between devices
+of one class; synchronised steps wait for the slowest (`accelsim.sim.straggler`). None: the
+class's fitted value (0 where none is fitted).
+
 Multi-node: `nodes` copies of the system, joined by its NICs (`links.network` x `nic_count`
 rails), all-reduce hierarchically (`accelsim.interconnect.multinode`); `devices` is per node.
 
@@ -38,6 +42,7 @@ from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB
 from accelsim.interconnect.collectives import ALGORITHMS
 from accelsim.interconnect.nccl import AUTO, check_algorithm
 from accelsim.sim.decode import DecodePlan, decode_plan
+from accelsim.sim.straggler import MAX_SPREAD, class_spread
 from accelsim.sim.system import GDS_STORAGE_KINDS, System
 from accelsim.storage.datasets import Dataset, load_dataset
 from accelsim.storage.media import StorageMedium, load_storage
@@ -74,6 +79,8 @@ class TrainConfig:
     bucket_mb: float = DEFAULT_BUCKET_MIB  # MiB, as DDP's bucket_cap_mb
     accumulate: int = 1  # micro-steps per all-reduce and optimizer step
     nodes: int = 1  # copies of the system joined by its NICs (devices is per node)
+    # relative std of step time between devices (`accelsim.sim.straggler`); None: the class's
+    device_spread: float | None = None
     steps: int | None = None
     epochs: int | None = None
     seed: int = 0
@@ -108,6 +115,7 @@ class TrainPlan:
     max_events: int = 2_000_000
     nodes: int = 1  # devices is per node; one node is simulated, the others alike
     decode: DecodePlan = DecodePlan("cpu")  # where samples are decoded
+    device_spread: float = 0.0  # relative std of step time between devices
 
     @property
     def global_batch(self) -> int:
@@ -224,6 +232,10 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
             or not 0 < bucket_mb < float("inf")):
         raise _bad("bucket_mb", bucket_mb, "expected a bucket size in MiB, > 0")
     accumulate = _whole("accumulate", cfg.accumulate, 1)
+    spread = cfg.device_spread
+    if spread is not None and (isinstance(spread, bool) or not isinstance(spread, int | float)
+                               or not 0 <= spread < MAX_SPREAD):
+        raise _bad("device_spread", spread, f"expected a relative spread in [0, {MAX_SPREAD})")
     if is_stack_file(cfg.software):
         check_software(cfg.software)  # ConfigError naming the stack file, field and value
     elif cfg.software not in software_choices():
@@ -257,6 +269,8 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
                        f"not {storage.kind} ('{storage.name}')")
     system = replace(sysm, storage=storage, storage_count=storage_count, device_count=devices)
     profile = _load_profile(sysm, cfg.device_profile)
+    if spread is None:
+        spread = class_spread(profile)[0]
     plan = TrainPlan(
         scenario=sc, system=system, dataset=dataset,
         device_profile=profile, devices=devices,
@@ -265,7 +279,8 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
         allreduce=cfg.allreduce, overlap_allreduce=overlap, bucket_mb=float(bucket_mb),
         accumulate=accumulate, steps=steps, epochs=epochs,
         seed=seed, software=cfg.software, max_events=_whole("max_events", cfg.max_events, 1),
-        nodes=nodes, decode=_decode(cfg.decode, gpudirect, dataset, profile))
+        nodes=nodes, decode=_decode(cfg.decode, gpudirect, dataset, profile),
+        device_spread=float(spread) + 0.0)  # + 0.0: -0.0 reads as 0
     if not plan.decode.on_device and plan.prep_cores < 1:
         raise _bad("devices", devices, f"host has {sysm.host.cores} cores and the framework "
                    f"takes {plan.framework_cores // devices} per accelerator: none left to "

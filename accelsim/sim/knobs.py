@@ -30,6 +30,7 @@ from accelsim.physical import (
     MIN_RATE_PER_S,
     input_ceiling,
 )
+from accelsim.sim.straggler import MAX_SPREAD
 from accelsim.workload.scenario import Scenario, resolve_workload
 from accelsim.workload.sources import model_knob_defaults as model_knobs
 
@@ -100,7 +101,8 @@ _KNOBS = (
          "(the hardware JPEG decoder); default gpu with GPUDirect, else cpu"),
     Knob("pinned_memory", "train", "pinned_memory", bool, TRAIN, "pinned host memory"),
     Knob("allreduce", "train", "allreduce", str, TRAIN,
-         "gradient all-reduce algorithm: ring or tree"),
+         "gradient all-reduce algorithm: ring, tree, nvls (reduced inside NVLink switches) or "
+         "auto (chosen by message size)"),
     Knob("overlap_allreduce", "train", "overlap_allreduce", bool, TRAIN,
          "overlap the all-reduce with backward"),
     Knob("bucket_mb", "train", "bucket_mb", float, TRAIN,
@@ -109,6 +111,10 @@ _KNOBS = (
     Knob("accumulate", "train", "accumulate", int, TRAIN,
          "micro-steps per all-reduce and optimizer step (gradient accumulation)", low=1,
          high=MAX_STEPS),
+    Knob("device_spread", "train", "device_spread", float, TRAIN,
+         "relative spread of step time between devices, the slowest pacing each synchronised "
+         "step (default: the device class's fitted value, 0 where none)", low=0.0,
+         high=MAX_SPREAD),
     Knob("nodes", "train", "nodes", int, TRAIN,
          "nodes joined by the system's NICs, devices per node (hierarchical all-reduce)",
          low=1, high=MAX_NODES),

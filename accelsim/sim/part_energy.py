@@ -9,21 +9,52 @@ Each part draws its idle power for the whole run and its active power while busy
     E = count x (idle_w x run_s + (active_w - idle_w) x busy_s)
 
 with `busy_s` the time its resource's records cover (the storage channel, the network channel,
-the device-to-device fabric). A part the run does not use is 0 J; a part whose power is not
-published is None, with a note naming it, and the total counts only the known parts.
+the device-to-device fabric), records that overlap counted once; the fabric's switches are not
+busy during a collective's cross-node phase (the bytes are on the NICs then). A part the run
+does not use is 0 J; a part whose power is not published is None, with a note naming it, and
+the total counts only the known parts.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 PARTS = ("storage", "nics", "switches", "decode")
+# Record kinds of a collective's phases (the image pipeline's buckets, the LLM exchange's ZeRO
+# reduce-scatters and all-gathers).
+COLLECTIVE_KINDS = ("allreduce", "reducescatter", "allgather", "alltoall")
 
 
-def _busy_s(df: pd.DataFrame, resource: str) -> float:
-    return float(df.loc[df["resource"] == resource, "duration_s"].sum())
+def _intervals(df: pd.DataFrame, resource: str,
+               kinds: tuple[str, ...] | None = None) -> np.ndarray:
+    """Merged (start, end) intervals of `resource`'s records (of `kinds`), in time order."""
+    sel = (df["resource"] == resource) & (df["end_s"] > df["start_s"])
+    if kinds is not None:
+        sel &= df["kind"].isin(kinds)
+    rows = df.loc[sel, ["start_s", "end_s"]].to_numpy(dtype=float)
+    merged: list[list[float]] = []
+    for start, end in rows[np.argsort(rows[:, 0], kind="stable")] if len(rows) else []:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return np.array(merged, dtype=float).reshape(-1, 2)
+
+
+def busy_s(df: pd.DataFrame, resource: str, idle_during: str | None = None) -> float:
+    """Seconds `resource`'s records cover (overlaps once), less the time the collective
+    records (`COLLECTIVE_KINDS`) of resource `idle_during` cover within them."""
+    own = _intervals(df, resource)
+    total = float((own[:, 1] - own[:, 0]).sum())
+    if idle_during is None or not len(own):
+        return total
+    for start, end in _intervals(df, idle_during, COLLECTIVE_KINDS):
+        total -= float(np.clip(np.minimum(own[:, 1], end) - np.maximum(own[:, 0], start), 0.0,
+                               None).sum())
+    return total
 
 
 def _draw_j(count: int, idle_w: float | None, active_w: float | None, run_s: float,
@@ -42,7 +73,7 @@ def part_energy_j(plan: Any, df: pd.DataFrame, run_s: float,
     s, notes = plan.system, []
     medium = s.storage
     storage = _draw_j(s.storage_count, medium.idle_power_w, medium.active_power_w, run_s,
-                      _busy_s(df, "storage"))
+                      busy_s(df, "storage"))
     if storage is None:
         notes.append(f"storage '{medium.name}' has no published power figure: its energy is "
                      "unknown (null)")
@@ -54,7 +85,7 @@ def part_energy_j(plan: Any, df: pd.DataFrame, run_s: float,
     # a network the run does not touch is left out, idle or not.
     if net is not None and (medium.over_network or plan.nodes > 1):
         nics = _draw_j(s.nic_count, net.idle_power_w, net.active_power_w, run_s,
-                       _busy_s(df, names["network"]))
+                       busy_s(df, names["network"]))
         ports = net.switch_port_power_w
         switches = None if ports is None else s.nic_count * ports * run_s
         if nics is None or ports is None:
@@ -62,9 +93,10 @@ def part_energy_j(plan: Any, df: pd.DataFrame, run_s: float,
                          "their energy is unknown (null)")
     d2d = s.device_to_device
     if d2d is not None and d2d.kind == "nvswitch" and plan.devices > 1 and switches is not None:
-        # NB: the fabric's chips are all busy while a collective runs over it.
+        # NB: the fabric's chips are all busy while a collective runs over it, except in its
+        # cross-node phase.
         chips = _draw_j(d2d.switch_count or 1, d2d.idle_power_w, d2d.active_power_w, run_s,
-                        _busy_s(df, names["d2d"]))
+                        busy_s(df, names["d2d"], idle_during=names["network"]))
         if chips is None:
             notes.append(f"switch '{d2d.name}' has no published power: its energy is unknown "
                          "(null)")

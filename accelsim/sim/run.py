@@ -48,6 +48,7 @@ from accelsim.sim.hardware import host_clock_hz, host_cpu_profile
 from accelsim.sim.hostprep import prep_scale
 from accelsim.sim.part_energy import part_energy_j
 from accelsim.sim.readplan import read_plan
+from accelsim.sim.straggler import class_spread, expected_max
 from accelsim.sim.train import PhaseCost, StepCosts, TrainModel, resource_names
 
 PHASES = ("forward", "backward", "optimizer")
@@ -228,6 +229,8 @@ def simulate_training(config: TrainConfig) -> TrainResult:
             ds, prep_s_per_sample_per_core=ds.prep_s_per_sample_per_core * scale))
     if prep_note:
         notes.append(prep_note)
+    if plan.devices * plan.nodes > 1:
+        notes.append(spread_note(plan))
     reads = read_plan(_node_share(plan.dataset, plan.nodes), plan.devices, plan.batch_size,
                       plan.io_threads, plan.steps, plan.epochs, plan.seed)
     full = _estimate(plan, plan.batch_size)
@@ -268,6 +271,16 @@ def simulate_training(config: TrainConfig) -> TrainResult:
                        "devices": plan.devices, "precision": plan.scenario.precision,
                        "mode": "train", "software": plan.software, "steps": res.steps})
     return res
+
+
+def spread_note(plan: TrainPlan) -> str:
+    """What the device speed spread of a multi-device run rests on, and its slowest device."""
+    fitted, line = class_spread(plan.device_profile)
+    if plan.device_spread != fitted:
+        line = f"step-time spread between devices {plan.device_spread:.2%} (as given)"
+    n = plan.devices * plan.nodes
+    return (f"{line}; the slowest of {n} devices takes "
+            f"x{1 + plan.device_spread * expected_max(n):.4g} the nominal step time")
 
 
 def _node_share(dataset: Any, nodes: int) -> Any:

@@ -22,7 +22,9 @@ Contention in SimPy's own terms:
   starts and gives it back when its training step ends, so N batches load while one trains;
   with N = 0 the stages run one after another.
 
-Each accelerator trains its batch (forward, backward). On the last micro-step of an
+Each accelerator trains its batch (forward, backward), at its own speed: devices of one class
+differ by a fitted spread, so the slowest paces every synchronised step
+(`accelsim.sim.straggler`). On the last micro-step of an
 accumulation group the gradients are all-reduced over the device-to-device fabric (one
 `Resource`): overlapped, bucket by bucket (`accelsim.interconnect.buckets`), each bucket
 starting once every device has made its last gradient and the bucket before it is done, while
@@ -49,6 +51,7 @@ from accelsim.sim.costs import PhaseCost, StepCosts
 from accelsim.sim.readplan import ReadPlan
 from accelsim.sim.records import Recorder
 from accelsim.sim.stages import LoaderStages
+from accelsim.sim.straggler import device_slowdowns, slowed
 
 
 def resource_names(plan: TrainPlan) -> dict[str, str]:
@@ -125,6 +128,9 @@ class TrainModel(LoaderStages, AllReduceStage):
         self.contention_s = 0.0  # accelerator time backward lost to running collectives
         # NB: a pageable copy is staged by one core at its share of the host DRAM bandwidth.
         self.copy_bw = s.host.dram_bandwidth_bytes_per_s / s.host.cores
+        # Each device's step-time factor: the slowest of all paces synchronised steps.
+        self.slowdown = device_slowdowns(n, n * plan.nodes, plan.device_spread)
+        self._device_costs: dict[tuple[int, int], PhaseCost] = {}
 
     def run(self) -> Recorder:
         for d in range(self.plan.devices):
@@ -332,7 +338,10 @@ class TrainModel(LoaderStages, AllReduceStage):
             if env.now > t_wait:
                 self._stall(d, g, t_wait, env.now)
             samples = int(self.batch_samples[g, d])
-            c = self.costs.compute[samples]
+            c = self._device_costs.get((d, samples))
+            if c is None:
+                c = self._device_costs[d, samples] = slowed(self.costs.compute[samples],
+                                                            self.slowdown[d])
             # Decoding on the SMs waits for the step to end, and the step for it.
             # NB: decode kernels take the whole device; none run beside training's.
             sms = self.decoder[d].request() if self.plan.decode.place == "gpu" else None

@@ -20,13 +20,17 @@ from accelsim.workload.ops import Op, OpKind
 class Gemm:
     """`count` independent (m x k) @ (k x n) products for one sample. With `batch_in_m` a batch
     of N stacks into M (N*m rows: convolutions, linear layers); otherwise it multiplies `count`
-    (batched matmuls, attention heads)."""
+    (batched matmuls, attention heads). `conv3x3_h`, `conv3x3_w`: the output height and width
+    of a 2-D 3x3 convolution at stride 1, dilation 1 and one group (the shape a Winograd
+    F(m x m, 3 x 3) algorithm applies to), 0 for any other GEMM."""
 
     m: int
     n: int
     k: int
     count: int = 1
     batch_in_m: bool = True
+    conv3x3_h: int = 0
+    conv3x3_w: int = 0
 
     @property
     def macs(self) -> int:
@@ -90,7 +94,14 @@ def _conv(op: Op) -> OpCounts:
     c, g = op.input_shapes[0][0], op.attrs["groups"]
     o, *spatial = op.output_shape
     kvol = _n(op.param_shapes["weight"][2:])
-    gemm = Gemm(m=_n(tuple(spatial)), n=o // g, k=(c // g) * kvol, count=g)
+    unit = [v for name in ("stride", "dilation")
+            for v in (op.attrs[name] if isinstance(op.attrs[name], tuple | list)
+                      else (op.attrs[name],))]
+    unit_3x3 = (len(spatial) == 2 and tuple(op.param_shapes["weight"][2:]) == (3, 3)
+                and g == 1 and all(v == 1 for v in unit))
+    h, w = spatial if unit_3x3 else (0, 0)
+    gemm = Gemm(m=_n(tuple(spatial)), n=o // g, k=(c // g) * kvol, count=g,
+                conv3x3_h=h, conv3x3_w=w)
     return _gemm_op(op, (gemm,), saved=_in_elems(op))
 
 

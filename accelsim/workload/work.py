@@ -67,8 +67,9 @@ def work_table(graph: Graph, batch: int, precision: str, mode: str = "infer",
 
 def gemms_for(graph: Graph, batch: int) -> pd.DataFrame:
     """GEMMs of the forward pass at a batch size: op_index, m, n, k, count (batch folded into
-    m or count as `Gemm.batch_in_m` says). Backward GEMMs have the same MACs with m, n, k
-    permuted (dX: m x k from m x n by n x k; dW: k x n from k x m by m x n)."""
+    m or count as `Gemm.batch_in_m` says), conv3x3_h, conv3x3_w (`counts.Gemm`). Backward
+    GEMMs have the same MACs with m, n, k permuted (dX: m x k from m x n by n x k; dW: k x n
+    from k x m by m x n)."""
     g = gemm_table(graph)
     in_m = g["batch_in_m"].to_numpy()
     return pd.DataFrame({
@@ -76,4 +77,5 @@ def gemms_for(graph: Graph, batch: int) -> pd.DataFrame:
         "m": np.where(in_m, g["m"] * batch, g["m"]),
         "n": g["n"], "k": g["k"],
         "count": np.where(in_m, g["count"], g["count"] * batch),
+        "conv3x3_h": g["conv3x3_h"], "conv3x3_w": g["conv3x3_w"],
     })

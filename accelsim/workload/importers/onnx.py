@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +72,25 @@ def read_weights(path: Path, **knobs: int) -> dict[str, dict[str, np.ndarray]]:
 
 
 def import_model(path: Path, knobs: dict[str, int]) -> Imported:
+    """The graph and weights of the ONNX model at `path` with input `knobs`, imported once per
+    path, modification time and knobs (`read_graph` and `read_weights`, and every forward pass
+    of `--execute`, share one import). NB: the cached weights are read-only arrays shared by
+    every caller. Raises AccelsimError (one line)."""
     bad = sorted(set(knobs) - set(KNOBS))
     if bad:
         raise AccelsimError(f"{path}: ONNX models take knobs {sorted(KNOBS)}, not {bad}")
+    try:
+        mtime_ns = path.stat().st_mtime_ns
+    except OSError:
+        mtime_ns = -1  # _load names the file and why it cannot be read
+    return _cached_import(str(path), mtime_ns, tuple(sorted(knobs.items())))
+
+
+@lru_cache(maxsize=2)
+def _cached_import(path_text: str, mtime_ns: int, knob_items: tuple[tuple[str, int], ...]
+                   ) -> Imported:
+    del mtime_ns  # part of the cache key only: an edited file is imported again
+    path, knobs = Path(path_text), dict(knob_items)
     model = _load(path)
     batch, inputs = _resolve_inputs(path, model, knobs)
     try:
@@ -82,6 +99,10 @@ def import_model(path: Path, knobs: dict[str, int]) -> Imported:
         raise AccelsimError(f"{path}: ONNX shape inference failed: {_first_line(err)}") from None
     im = Importer(path, inferred, batch, inputs, knobs)
     im.run()
+    for params in im.weights.values():
+        for array in params.values():
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
     return Imported(im.build(), im.weights)
 
 

@@ -1,0 +1,145 @@
+"""GEMM efficiency from shape on a GPU: occupancy, waves of CTA tiles, K depth, and the
+convolution algorithm the library's autotuner picks (direct implicit GEMM or Winograd).
+
+    f = gemm_factors(work, gemms, profile, "fp32", "cuda_core", peak_flops_per_s, bw_bytes_per_s)
+    compute_s = flops * f["quantization"] / (peak x class efficiency)
+
+- `ctas_per_sm`: CTAs resident per SM, from the tile's shared-memory and register footprint
+  against the SM's (profile fields; 1 unless the profile publishes both).
+- pipeline fill: each CTA tile spends `assumed.pipeline_fill_k_steps` main-loop iterations of
+  time outside its main loop (prologue: the first stage's loads land before the first MMA;
+  epilogue: the accumulator tile is converted and stored); other resident CTAs hide it, so the
+  exposed fill is divided by the occupancy. Short-K GEMMs (a 1x1 conv on 64 channels, an
+  attention QK^T over a 64-wide head) thus run below the class factor, which is the efficiency
+  of a deep, well-shaped GEMM.
+- Winograd: for a precision listed in `assumed.winograd_output_tile`, a unit-stride 3x3 conv
+  (`counts.Gemm.conv3x3_h/_w`) may run as F(t x t, 3 x 3) (Lavin & Gray 2016): (t+2)^2 batched
+  GEMMs of (tiles x C) @ (C x K), tiles = N x ceil(H/t) x ceil(W/t): 9 t^2 / (t+2)^2 fewer
+  multiplies (4x for t = 4). Non-fused: the transformed input, filter and output make a DRAM
+  round trip each. The row takes whichever of direct and Winograd is faster at peak rates (the
+  autotuner of cudnn.benchmark / TF's autotune).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.mapping import ACCUMULATOR_BYTES_PER_ELEMENT, per_row, row_gemms
+from accelsim.devices.tiling import row_gemm_factors
+
+WINOGRAD_FILTER = 3  # F(t x t, 3 x 3): input tile t + 3 - 1
+
+
+def ctas_per_sm(profile: Any, tile_m: float, tile_n: float, tile_k: float, width_bytes: float,
+                eff: dict[str, Any]) -> int:
+    """CTAs of a tile_m x tile_n x tile_k tile resident on one SM: the fewer that fit its shared
+    memory (`assumed.pipeline_stages` stages of A and B tiles) and its register file (fp32
+    accumulators x `assumed.register_bytes_per_accumulator_byte`); 1 where the profile does not
+    publish both (NB: then no latency hiding between CTAs is assumed)."""
+    chip = profile.onchip_memory
+    smem = getattr(chip, "shared_mem_per_sm_bytes", None)
+    regs = getattr(chip, "register_file_per_sm_bytes", None)
+    if smem is None or regs is None:
+        return 1
+    smem_cta = eff["assumed.pipeline_stages"] * tile_k * (tile_m + tile_n) * width_bytes
+    regs_cta = (tile_m * tile_n * ACCUMULATOR_BYTES_PER_ELEMENT
+                * eff["assumed.register_bytes_per_accumulator_byte"])
+    return max(1, int(min(smem // smem_cta, regs // regs_cta)))
+
+
+def winograd_gemms(gemms: pd.DataFrame, output_tile: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """(`gemms` with every unit-stride 3x3 conv's GEMM replaced by its F(t x t, 3 x 3) batched
+    GEMM, the mask of replaced rows). m = N x ceil(H/t) x ceil(W/t) tiles, k = C, count x
+    (t+2)^2. NB: N = m / (H x W): the batch is folded into m (`gemms_for`).
+
+    >>> g = pd.DataFrame({"op_index": [0], "m": [2 * 56 * 56], "n": [64], "k": [9 * 64],
+    ...                   "count": [1], "conv3x3_h": [56], "conv3x3_w": [56]})
+    >>> w, _ = winograd_gemms(g, 4)
+    >>> int(w["m"][0]), int(w["k"][0]), int(w["count"][0])
+    (392, 64, 36)
+    """
+    h = np.asarray(gemms.get("conv3x3_h", pd.Series(0, index=gemms.index)), dtype=float)
+    w = np.asarray(gemms.get("conv3x3_w", pd.Series(0, index=gemms.index)), dtype=float)
+    mask = (h > 0) & (w > 0)
+    out = gemms.copy()
+    if not mask.any():
+        return out, mask
+    t = float(output_tile)
+    m = gemms["m"].to_numpy(dtype=float)
+    batch = m[mask] / (h[mask] * w[mask])
+    tiles = batch * np.ceil(h[mask] / t) * np.ceil(w[mask] / t)
+    out["m"] = out["m"].astype(float)
+    out["k"] = out["k"].astype(float)
+    out["count"] = out["count"].astype(float)
+    out.loc[mask, "m"] = tiles
+    out.loc[mask, "k"] = gemms["k"].to_numpy(dtype=float)[mask] / WINOGRAD_FILTER**2
+    out.loc[mask, "count"] = (gemms["count"].to_numpy(dtype=float)[mask]
+                              * (t + WINOGRAD_FILTER - 1) ** 2)
+    return out, mask
+
+
+def transform_bytes(work: pd.DataFrame, wgemms: pd.DataFrame, width_bytes: float
+                    ) -> np.ndarray:
+    """Per work row, the DRAM bytes of non-fused Winograd's transforms: both operands and the
+    result of each batched GEMM in `wgemms` (Winograd GEMMs only) are written by one kernel and
+    read by the next. NB: a backward row's dY transform is counted for dX and dW alike."""
+    g = row_gemms(work, wgemms)
+    elems = g["count"] * (g["m"] * g["k"] + g["k"] * g["n"] + g["m"] * g["n"])
+    return per_row(2.0 * width_bytes * elems, g["row"], len(work))
+
+
+def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precision: str,
+                 unit: str, eff: dict[str, Any], width_bytes: float, peak_flops_per_s: float,
+                 bandwidth_bytes_per_s: float) -> pd.DataFrame:
+    """Per work row: `quantization` (spent MACs at peak / the op's MACs: waves, split-K, pipeline
+    fill, Winograd), `tile_bytes_per_mac`, `reread_bytes` (`tiling.row_gemm_factors`),
+    `transform_bytes` (Winograd's extra DRAM bytes), `winograd` (the row runs Winograd) and
+    `executed_fraction` (multiplies executed / the op's direct count: Winograd's, else 1)."""
+    tile_m, tile_n = eff[f"assumed.cta_tile.{precision}"]
+    tile_k = eff[f"assumed.cta_tile_k.{precision}"]
+    occupancy = ctas_per_sm(profile, tile_m, tile_n, tile_k, width_bytes, eff)
+    units = float(profile.compute.sm_count) * occupancy
+    # NB: the other resident CTAs' main loops hide a CTA's fill in proportion to occupancy.
+    fill_k = tile_k * eff["assumed.pipeline_fill_k_steps"] / occupancy
+    # NB: one tile shape per precision, so an n = 64 GEMM wastes half of each 128-wide tile;
+    # the libraries' narrower tiles are left out until their L2-to-SM bandwidth cost is (tried
+    # without it: the fit took DRAM efficiency to 0.69 and the device-ratio error to 7.6%).
+    args = (width_bytes, tile_m, tile_n, units, eff["assumed.split_k_min_k"],
+            profile.onchip_memory.l2_cache_bytes, eff["assumed.l2_usable_fraction"], fill_k)
+    direct = row_gemm_factors(work, gemms, *args)
+    direct["transform_bytes"] = 0.0
+    direct["winograd"] = False
+    direct["executed_fraction"] = 1.0
+    tile = eff.get(f"assumed.winograd_output_tile.{precision}")
+    if tile is None or unit != "cuda_core":
+        return direct
+    wg, mask = winograd_gemms(gemms, int(tile))
+    if not mask.any():
+        return direct
+    wino = row_gemm_factors(work, wg, *args, useful_gemms=gemms)
+    extra = transform_bytes(work, wg[mask], width_bytes)
+    flops = work["flops"].to_numpy(dtype=float)
+    moved = (work["read_bytes"] + work["write_bytes"]).to_numpy(dtype=float)
+
+    def time_s(f: pd.DataFrame, more_bytes: np.ndarray) -> np.ndarray:
+        return np.maximum(flops * f["quantization"].to_numpy() / peak_flops_per_s,
+                          (moved + f["reread_bytes"].to_numpy() + more_bytes)
+                          / bandwidth_bytes_per_s)
+
+    # NB: the choice is made at peak rates (efficiency factors 1), the same in the fit; and the
+    # transform kernels' traffic overlaps the GEMM in the row's max(compute, memory), as the
+    # layout transposes' does, though cuDNN runs them one after the other.
+    pick = (extra > 0) & (time_s(wino, extra) < time_s(direct, np.zeros(len(work))))
+    out = direct.copy()
+    for col in ("quantization", "tile_bytes_per_mac", "reread_bytes"):
+        out[col] = np.where(pick, wino[col], direct[col])
+    out["transform_bytes"] = np.where(pick, extra, 0.0)
+    out["winograd"] = pick
+    n = len(work)
+    gw, gd = row_gemms(work, wg), row_gemms(work, gemms)
+    wino_macs, direct_macs = per_row(gw["macs"], gw["row"], n), per_row(gd["macs"], gd["row"], n)
+    out["executed_fraction"] = np.where(pick, wino_macs / np.where(pick, direct_macs, 1.0), 1.0)
+    return out

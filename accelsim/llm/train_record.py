@@ -1,0 +1,119 @@
+"""The record of a decoder training run (`accelsim.llm.run`): the knobs it takes (the
+pipeline's data-parallel ones: accumulate, bucket_mb, overlap_allreduce, allreduce, nodes), the
+split, and the step's figures from `accelsim.llm.train`, or why the split does not fit.
+
+    record = train_record(cfg, plat, lay, system, capacity_bytes, notes)
+    record["records"]   # the data-parallel exchange's event records (None if it does not fit)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelsim.devices.software import DEFAULT
+from accelsim.errors import AccelsimError
+from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB, MIB
+from accelsim.interconnect.collectives import ALGORITHMS
+from accelsim.interconnect.nccl import AUTO
+from accelsim.llm.costs import Platform
+from accelsim.llm.parallel import Layout, replicas
+from accelsim.llm.train import TrainSplit, train_step
+
+# the pipeline's training knobs a decoder's step takes (`accelsim.sim.knobs`)
+PIPELINE_KNOBS = ("accumulate", "bucket_mb", "overlap_allreduce", "allreduce", "nodes")
+
+
+def _split(cfg: Any, lay: Layout, system: Any, seq: int) -> TrainSplit:
+    """The data-parallel split from the knobs: replicas per node (default: as many as the
+    system holds) times nodes."""
+    t = cfg.train
+    algo = t.get("allreduce", "ring")
+    if algo not in (*ALGORITHMS, AUTO):
+        raise AccelsimError(f"knob 'allreduce' = {algo!r}: choose one of "
+                            f"{', '.join((*ALGORITHMS, AUTO))}")
+    nodes = t.get("nodes", 1)
+    if nodes > 1 and (system.network is None or not system.nic_count):
+        raise AccelsimError(f"nodes = {nodes}: system '{system.name}' has no NICs (links.network "
+                            "and links.nic_count) to join several nodes")
+    if nodes > 1 and algo == "nvls":
+        raise AccelsimError("knob 'allreduce' = 'nvls' reduces inside one NVLink switch domain "
+                            "only; across nodes choose ring, tree or auto")
+    per_node = replicas(cfg.devices, lay, system, system.device_count // lay.gpus)
+    return TrainSplit(per_node * nodes, cfg.scenario.batch_size, seq, t.get("accumulate", 1),
+                      cfg.llm.get("zero", 0), bool(cfg.llm.get("recompute", False)), nodes,
+                      bool(t.get("overlap_allreduce", True)),
+                      float(t.get("bucket_mb", DEFAULT_BUCKET_MIB)) * MIB, algo)
+
+
+def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_bytes: float,
+                 notes: list[str]) -> dict[str, Any]:
+    """The record of a decoder training run (`accelsim.llm.run`): the step's figures, or why
+    the split does not fit."""
+    model = plat.cfg
+    unused = sorted(set(cfg.train) - set(PIPELINE_KNOBS))
+    if unused:
+        raise AccelsimError(f"{', '.join(unused)} apply to the storage-to-accelerator training "
+                            "pipeline, not to a decoder's training step: drop them")
+    if plat.weights != plat.precision:
+        raise AccelsimError("decoder training keeps 16-bit weights: drop weight_precision")
+    seq = cfg.scenario.input.get("seq_len", model.context)
+    if seq > model.context:
+        raise AccelsimError(f"seq_len {seq:,} exceeds {model.name}'s context of "
+                            f"{model.context:,} tokens")
+    split = _split(cfg, lay, system, seq)
+    out = train_step(plat, lay, split, capacity_bytes, system)
+    mem = out.pop("memory")
+    records = out.pop("records")
+    notes += out.pop("energy_notes")
+    record: dict[str, Any] = {
+        "workload": {"name": cfg.scenario.name, "mode": "train",
+                     "batch_size": split.micro_batch, "precision": plat.precision,
+                     "params": model.params, "active_params": model.active_params,
+                     "flops_per_sample": out["flops_per_token"] * seq, "seq_len": seq,
+                     "model_source": model.source},
+        "hardware": {"name": plat.profile.name, "class": plat.profile.device_class,
+                     "software": plat.stack.name, "compute_precision": plat.precision,
+                     "software_default": cfg.software == DEFAULT, "system": system.name,
+                     "fused_attention": plat.fused_attention},
+        "tp": lay.tp, "pp": lay.pp, "dp": split.dp, "zero": split.zero, "nodes": split.nodes,
+        "overlap_allreduce": split.overlap_dp, "bucket_bytes": split.bucket_bytes,
+        "recompute": split.recompute, "accumulate": split.microbatches, "layers": [],
+        "unsupported_ops": [], "notes": notes, "memory": mem,
+    }
+    if not mem["fits"]:
+        notes.insert(0, f"does not fit: training {model.name} with tp {lay.tp}, pp {lay.pp}, "
+                        f"ZeRO {split.zero} over {split.dp} replica(s) needs "
+                        f"{mem['required_bytes'] / 1e9:,.1f} GB per GPU on "
+                        f"{plat.profile.name}, which has {capacity_bytes / 1e9:,.1f} GB")
+        return record | dict.fromkeys(("throughput_samples_per_s", "latency_s",
+                                       "energy_j_per_sample", "average_power_w",
+                                       "tokens_per_s", "mfu", "step_time_s")) | {
+            "bottleneck": "memory capacity", "devices": out["devices"], "records": None,
+            "bottleneck_detail": "raise tp, pp or the ZeRO stage, recompute, or shrink batch"}
+    parts = step_parts(out)
+    comm_s = parts["TP collectives (exposed)"] + parts["DP exchange (exposed)"]
+    shares = {"compute": parts["compute"], "communication": comm_s,
+              "pipeline bubble": parts["pipeline bubble"], "optimizer": parts["optimizer"]}
+    kind = max(shares, key=lambda k: shares[k])
+    return record | out | {
+        "records": records, "throughput_samples_per_s": out["tokens_per_s"] / seq,
+        "latency_s": out["step_time_s"], "energy_j_per_sample": out["energy_j_per_token"] * seq,
+        "bottleneck": kind,
+        "bottleneck_detail": (f"of a {out['step_time_s']:.3g} s step: compute "
+                              f"{parts['compute'] / out['step_time_s']:.0%}, TP all-reduces "
+                              f"{out['tp_comm_s']:.3g} s and DP exchange {out['dp_comm_s']:.3g} s "
+                              f"exposed ({comm_s / out['step_time_s']:.0%}), pipeline bubble "
+                              f"{parts['pipeline bubble'] / out['step_time_s']:.0%}, optimizer "
+                              f"{parts['optimizer'] / out['step_time_s']:.0%}")}
+
+
+def step_parts(out: dict[str, Any]) -> dict[str, float]:
+    """A training step's time (`train_step`'s figures) split into parts that sum to it, s: the
+    pipeline's stage passes (compute, exposed TP collectives, bubble), the exposed DP exchange
+    and the optimizer."""
+    pipeline_s = out["step_time_s"] - out["dp_comm_s"] - out["optimizer_s"]
+    bubble_s = out["pipeline_bubble"] * pipeline_s
+    tp_s = out["tp_comm_s"] * (1 - out["pipeline_bubble"])  # the bubble's passes hold theirs
+    return {"compute": pipeline_s - bubble_s - tp_s, "pipeline bubble": bubble_s,
+            "TP collectives (exposed)": tp_s, "DP exchange (exposed)": out["dp_comm_s"],
+            "optimizer": out["optimizer_s"]}
