@@ -49,12 +49,19 @@ SWEEP = ((1, 2048, 1024), (2, 1024, 2048), (8, 1024, 1024), (16, 3072, 768), (32
 SWEEP_PRECISIONS = ("fp32", "bf16", "int8")
 REPS = [3]  # set from --reps
 NOTE = ("NB: the model is a BLAS's (accelsim/devices/cpu_blas.py: micro-tile quantisation, "
-        "packing, a GEMV's DRAM stream); numpy's int8 matmul is not a BLAS (an int32 np.matmul "
-        "loop after quantising both operands per call), and where the joint fit of its matmul "
-        "figures fails (a non-positive coefficient) the int8 cases fall back to the stream "
-        "figure for their per-call passes, so skinny int8 GEMMs are under-predicted; bf16 "
-        "GEMMs whose fp32 weights pass the largest calibrated skinny case's (9.4 MB) run "
-        "slower per weight than the fit saw.")
+        "packing, a GEMV's DRAM stream) except for numpy's int8 GEMMs, which are not a BLAS: "
+        "the int8 kernels quantise both fp32 operands on every call (abs, max, divide, round, "
+        "clip, cast, in float64 temporaries) and multiply in numpy's own int32 dot-product "
+        "loop (no BLAS, no micro-tile, one thread), so the numpy stack carries a "
+        "`quantize_int8` figure ((M x K + K x N) x 4 fp32 bytes per call at a fitted fraction "
+        "of the DRAM bandwidth) beside `gemm_int8` (a per-MAC rate; accelsim/devices/cpu.py "
+        "`quantize_bytes`). Left: temporaries above glibc's mmap threshold (32 MiB at most) "
+        "are fresh pages faulted in on every call and (a guess, not traced) freed heap above "
+        "glibc's trim threshold is handed back and faulted in again (seen here with "
+        "getrusage: 1000-1700 minor faults per bf16 call of 32x2048x2048, 1x1024x4096 and "
+        "768x3072x768 in a forward pass, none for 16x3072x768; int8's float64 temporaries "
+        "pass 32 MiB from 4.2 M weights, as in 1x1024x4096 and 32x2048x2048), which no term "
+        "of the model prices, so those rows run slower than predicted.")
 
 
 def _parse() -> argparse.Namespace:

@@ -346,7 +346,8 @@ def report(table: pd.DataFrame, before: dict[str, float], multi: pd.DataFrame,
         "",
         "Scaling efficiency = N-node throughput / (N x 1-node throughput), 16 GPUs per node; "
         "predicted by the pipeline with `nodes` = N on dgx-2 (8 EDR ports per node, "
-        "GPUDirect RDMA), accumulation as listed. Nothing fitted: every row is held out.",
+        "GPUDirect RDMA), accumulation as listed. Nothing fitted on these rows: every row is "
+        "held out (the device speed spread is fitted on the single-node DGX-2 rows, all V100).",
         "",
         *multinode_rows.multinode_lines(multi, csv),
         "",

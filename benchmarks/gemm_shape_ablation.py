@@ -28,10 +28,11 @@ VARIANTS = (
     ("no pipeline fill", {"assumed.pipeline_fill_k_steps": 0.0}),
     ("fill 1 k-step", {"assumed.pipeline_fill_k_steps": 1.0}),
     ("fill 4 k-steps", {"assumed.pipeline_fill_k_steps": 4.0}),
-    ("one CTA per SM", {"assumed.register_bytes_per_accumulator_byte": NO_OCCUPANCY}),
+    ("one CTA per SM (no fill hiding)",
+     {"assumed.register_bytes_per_accumulator_byte": NO_OCCUPANCY}),
     ("no Winograd", {"assumed.winograd_output_tile.fp32": None}),
     ("Winograd F(2x2,3x3)", {"assumed.winograd_output_tile.fp32": 2}),
-    ("none of them (the model before)", {"assumed.pipeline_fill_k_steps": 0.0,
+    ("none of them (shape terms off)", {"assumed.pipeline_fill_k_steps": 0.0,
                                          "assumed.register_bytes_per_accumulator_byte":
                                          NO_OCCUPANCY,
                                          "assumed.winograd_output_tile.fp32": None}),

@@ -87,6 +87,53 @@ def test_joint_fit_recovers_gemm_pack_and_stream_rates_from_model_timings():
     assert np.max(np.abs(fit.relative_error)) < 1e-9
 
 
+def test_joint_fit_recovers_int8_mac_and_quantise_rates_from_model_timings():
+    # numpy's int8 GEMMs: t = MACs at the gemm figure + the per-call quantisation of both
+    # operands at the quantize figure + dispatch, made here from known rates (gemm 0.015,
+    # quantize 0.03, dispatch 2 us) over M = 1 to 512. The joint fit must give both back, and
+    # write `quantize_int8` (not `pack_int8`).
+    from accelsim.calibrate.cases import _linear
+    from accelsim.calibrate.fit import fit_with_pack, unit_work_s
+
+    profile = load_profile("xeon-8380")
+    cases = [_linear(m, k, n) for m, k, n in ((1, 1024, 2048), (4, 768, 768), (32, 512, 1024),
+                                              (512, 512, 512))]
+    truth = {"gemm_int8": 0.015, "quantize_int8": 0.03}
+    keys = [case_key(c, "int8") for c in cases]
+    terms = np.array([unit_work_s(profile, c, "int8", weight_casts=True) for c in cases])
+    work, serial, memory, kernels = terms.T
+    peak = profile.compute.vector_peak_flops_per_s["fp32"]
+    bandwidth = profile.offchip_memory.bandwidth_bytes_per_s
+    for case, w, s in zip(cases, work, serial, strict=True):  # the closed forms, by hand
+        m, (k,), n = case.batch, case.graph.inputs["x"][0], case.graph.ops[-1].attrs[
+            "out_features"]
+        assert w == pytest.approx(2 * m * k * n / peak, rel=1e-12)  # no micro-tile waste
+        assert s == pytest.approx(4 * (m * k + k * n) / bandwidth, rel=1e-12)
+    measured = work / truth["gemm_int8"] + serial / truth["quantize_int8"] + kernels * 2e-6
+    fit = fit_with_pack(keys, work, serial, kernels, measured, 2e-6, memory)
+    assert fit.efficiency == pytest.approx(truth, rel=1e-9)
+    assert np.max(np.abs(fit.relative_error)) < 1e-9
+
+
+def test_failed_int8_joint_fit_writes_the_stream_figure_it_priced_quantisation_at():
+    # The quantisation passes of these int8 GEMMs explain none of their time (the smallest
+    # takes less than its passes at peak), so the joint fit has a non-positive coefficient and
+    # falls back: passes priced at the stream figure (relu_int8 = 0.25, the only stream op),
+    # which must then be written as `quantize_int8` so that the CPU model prices them alike.
+    from accelsim.calibrate.fit import fit_with_pack
+
+    keys = ["gemm_int8"] * 3 + ["relu_int8"] * 2
+    work = np.array([1e-4, 1e-3, 1e-2, 1e-4, 1e-3])
+    serial = np.array([1e-3, 1e-3, 1e-3, 0.0, 0.0])
+    measured = np.array([1e-4, 2e-3, 2e-2, 4e-4, 4e-3])
+    fit = fit_with_pack(keys, work, serial, np.ones(5), measured, 0.0, np.zeros(5))
+    assert fit.efficiency["relu_int8"] == pytest.approx(0.25)
+    assert fit.efficiency["quantize_int8"] == pytest.approx(0.25)
+    gemm = fit.efficiency["gemm_int8"]
+    expected = (work[:3] / gemm + serial[:3] / 0.25) / measured[:3] - 1
+    assert fit.relative_error[:3] == pytest.approx(expected, rel=1e-9)
+
+
 def test_group_figures_are_geometric_means():
     eff = with_group_figures({"relu_fp32": 0.5, "add_fp32": 0.125, "gelu_fp32": 0.01,
                               "gemm_fp32": 0.7})
@@ -125,7 +172,7 @@ def test_tiny_calibration_writes_loadable_profiles_quickly(tiny):
         assert stack.cpu_factor(*key.rsplit("_", 1)) == pytest.approx(value, rel=1e-3)
     assert stack.per_kernel_s["cpu"] == pytest.approx(s["numpy"]["per_kernel_s"], rel=1e-3,
                                                        abs=1e-9)
-    assert stack.cpu_core_tile is None and stack.weight_casts  # numpy rounds weights per call
+    assert stack.cpu_micro_tile is None and stack.weight_casts  # numpy rounds weights per call
     assert disk.read_bandwidth_bytes_per_s == pytest.approx(
         s["disk"]["read_bandwidth_bytes_per_s"], rel=1e-3)
     figures = [s["fp32_vector_peak_flops_per_s"], s["stream_bytes_per_s"],

@@ -174,3 +174,39 @@ def test_layout_conversions_around_amx_convs_only():
     vector = load_profile("epyc-7763")  # no matrix engine: no conversions
     assert (cpu_costs(vector, work, gemms, "bf16", two)["kernels"].iloc[0]
             == cpu_costs(vector, work, gemms, "bf16", base)["kernels"].iloc[0])
+
+
+def quantizing_stack(quantize: float, gemm: float):
+    """pytorch-eager with numpy's int8 path: `quantize_int8` and `gemm_int8` given."""
+    base = builtin_stacks()["pytorch-eager"]
+    return dataclasses.replace(base, cpu_efficiency={"quantize_int8": quantize,
+                                                     "gemm_int8": gemm})
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(1, 2048, 1024), (8, 1024, 1024), (200, 1500, 700)])
+def test_int8_quantise_passes_closed_form(m, k, n):
+    # A stack that quantises per call (numpy's int8 kernels): compute = the integer loop's MACs
+    # (no micro-tile: 2 m k n FLOPs at the gemm figure of the fp32 vector peak, whatever m)
+    # + the quantisation of both fp32 operands, (m k + k n) x 4 B at the quantize figure of
+    # the DRAM bandwidth; no packing and no weight cast beside it.
+    profile = load_profile("xeon-8380")
+    stack = quantizing_stack(quantize=0.03, gemm=0.015)
+    row = costs(profile, m, k, n, "int8", stack)
+    peak = profile.compute.vector_peak_flops_per_s["fp32"]
+    assert "int8" not in profile.compute.vector_peak_flops_per_s  # else the peak differs
+    bandwidth = profile.offchip_memory.bandwidth_bytes_per_s
+    expected_s = 2 * m * k * n / (peak * 0.015) + 4 * (m * k + k * n) / (bandwidth * 0.03)
+    assert row["compute_s"] == pytest.approx(expected_s, rel=1e-12)
+    assert row["kernels"] == 1  # no separate cast op
+
+
+def test_int8_without_a_quantize_figure_keeps_the_blas_model():
+    # A stack without `quantize_int8` (every built-in) is costed as before: packing, casts and
+    # the micro-tile, so M = 1 of K N = 1024^2 costs more MACs than its useful ones.
+    profile = load_profile("xeon-8380")
+    plain = costs(profile, 1, 1024, 1024, "int8")
+    stack = quantizing_stack(quantize=1.0, gemm=1.0)
+    quantised = costs(profile, 1, 1024, 1024, "int8", stack)
+    assert plain["compute_s"] != pytest.approx(quantised["compute_s"], rel=1e-3)
+    base = builtin_stacks()["pytorch-eager"]
+    assert base.cpu_factor("quantize", "int8") is None

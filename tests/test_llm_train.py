@@ -141,7 +141,7 @@ def test_training_energy_is_within_the_tdp_and_replicas_add_static_power_while_e
     eight = train_step(PLAT, LAY, TrainSplit(8, 1, 1024), 80e9, SYSTEM)
     tdp_w, static_w = PLAT.profile.power.tdp_w, static_power_w(PLAT.profile)
     for out, gpus in ((one, 1), (eight, 8)):
-        per_gpu_w = out["average_power_w"] / gpus
+        per_gpu_w = out["energy_breakdown_j"]["accelerators"] / out["step_time_s"] / gpus
         assert static_w < per_gpu_w <= tdp_w
         assert out["energy_j_per_token"] == pytest.approx(
             out["average_power_w"] * out["step_time_s"] / out["global_batch_tokens"])
@@ -256,3 +256,15 @@ def test_the_exchange_conserves_bytes_and_overlap_never_ends_later(seg_s, seg_by
     extra_s = (runs[True].collectives - runs[False].collectives) * 2 * 7 * \
         SYSTEM.device_to_device.latency_s
     assert runs[True].end_s <= runs[False].end_s + extra_s + 1e-12
+
+
+def test_zero_refuses_an_allreduce_algorithm_it_would_not_use():
+    """ZeRO >= 1 exchanges gradients by reduce-scatter and all-gather: an all-reduce algorithm
+    other than ring/auto is refused in one line, not silently dropped."""
+    from accelsim.errors import AccelsimError
+    from accelsim.sim.api import run_simulation
+    from accelsim.sim.knobs import make_config
+
+    with pytest.raises(AccelsimError, match="ZeRO >= 1"):
+        run_simulation(make_config("llama2_7b", "dgx-a100", mode="train", batch=1, tp=2,
+                                   zero=1, allreduce="tree"))

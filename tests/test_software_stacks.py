@@ -229,3 +229,22 @@ def test_gpu_fitted_modifiers_do_not_reach_other_classes() -> None:
     assert mxnet.modifier("cuda_core", "cpu") == 1.0
     open_stack = dataclasses.replace(mxnet, efficiency_classes=None)
     assert open_stack.modifier("cuda_core", "cpu") == mxnet.efficiency["cuda_core"]
+
+
+def test_a_stack_with_the_old_cpu_tile_keys_is_refused_naming_the_field(tmp_path) -> None:
+    """`[cpu_tiling]` keys name the register micro-tile (`micro_tile_m/_n`); a file written
+    with the former per-core tile keys fails loudly instead of being read with a new meaning."""
+    from accelsim.devices.software import load_stack
+    from accelsim.errors import ConfigError
+
+    text = Path("hw_profiles/software/pytorch-eager.toml").read_text(encoding="utf-8")
+    old = tmp_path / "old.toml"
+    old.write_text(text + "\n[cpu_tiling]\ncore_tile_m = 4\ncore_tile_n = 4\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="core_tile_m"):
+        load_stack(old)
+    new = tmp_path / "new.toml"
+    new.write_text(text.replace("[sources]\n", "[cpu_tiling]\nmicro_tile_m = 4\n"
+                                "micro_tile_n = 16\n\n[sources]\n")
+                   + '"cpu_tiling.micro_tile_m" = "assumed: test"\n'
+                   + '"cpu_tiling.micro_tile_n" = "assumed: test"\n', encoding="utf-8")
+    assert load_stack(new).cpu_micro_tile == (4, 16)

@@ -107,3 +107,19 @@ def test_no_spread_for_a_class_without_one_and_a_note_when_multi_device() -> Non
 def test_bad_spread_is_one_line(bad: object) -> None:
     with pytest.raises(AccelsimError, match="device_spread"):
         run(2, bad)  # type: ignore[arg-type]
+
+
+def test_a_faster_or_slower_die_keeps_its_power() -> None:
+    """Dies under one power cap: a device `factor` times slower (or faster) draws the nominal
+    power, so its energy per step scales with its time (none passes the cap by running fast)."""
+    from accelsim.sim.costs import PhaseCost
+    from accelsim.sim.straggler import slowed
+
+    cost = PhaseCost(forward_s=0.01, backward_s=0.02, optimizer_s=0.001, forward_j=3.0,
+                     backward_j=6.0, optimizer_j=0.2, bucket_ready_s=(0.005, 0.02))
+    for factor in (0.66, 1.3):
+        c = slowed(cost, factor)
+        for phase in ("forward", "backward", "optimizer"):
+            assert (getattr(c, f"{phase}_j") / getattr(c, f"{phase}_s")
+                    == pytest.approx(getattr(cost, f"{phase}_j") / getattr(cost, f"{phase}_s")))
+        assert c.bucket_ready_s == pytest.approx((0.005 * factor, 0.02 * factor))

@@ -10,11 +10,15 @@ a memory-bound matmul (a GEMV) streams its DRAM bytes at the stack's `gemv` figu
 with every efficiency 1 and no dispatch gives each case's `work_s` (the micro-kernels' compute
 for GEMM, convolution and attention cases, compute for vector cases, memory for streams),
 `serial_s` and `memory_s`, so the measured times obey
-t_i = work_s_i / e_(key_i) + serial_s_i / e_(pack, precision) + kernels_i x t_kernel (or
+t_i = work_s_i / e_(key_i) + serial_s_i / e_(serial_i) + kernels_i x t_kernel (or
 memory_s_i / e_(gemv, precision) + kernels_i x t_kernel where memory-bound), with t_kernel the
-measured time of an empty op: linear in the 1/e. Non-matmul keys (no serial term) take the
+measured time of an empty op, and serial_i the case's `pack_<precision>`, or for an integer
+precision's GEMM and convolution cases `quantize_<precision>` (numpy's int8 kernels quantise
+both operands per call and multiply in their own loop: `cpu.quantized_rows`): linear in the
+1/e. Non-matmul keys (no serial term) take the
 least-squares slope through the origin of their key; the matmul keys of a precision, its
-`pack_<precision>` and `gemv_<precision>` figures one joint linear least squares
+`pack_<precision>`, `quantize_<precision>` and `gemv_<precision>` figures one joint linear
+least squares
 (`fit_with_pack`). Both are closed forms.
 """
 
@@ -38,12 +42,15 @@ from accelsim.devices.software import (
     builtin_stacks,
 )
 from accelsim.errors import AccelsimError
+from accelsim.kernels.formats import get_format
 from accelsim.workload.work import gemms_for, work_table
 
 MEMORY_KERNELS = ("stream",)  # kernels whose work is the memory term; the rest: compute
 MATMUL_KERNELS = ("gemm", "conv", "attention")
 BOUND_PASSES = 4  # fits of the joint matmul least squares while the cases' bounds settle
 PACK_KERNEL = "pack"  # the matmuls' packing and weight-cast passes (`pack_<precision>`)
+# an integer precision's per-call quantisation of both GEMM operands (`quantize_<precision>`)
+QUANTIZE_KERNEL = "quantize"
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,7 @@ def unit_stack(weight_casts: bool = False) -> SoftwareStack:
     ones = {f"{k}_{p}": 1.0 for k in (*CPU_KERNELS, *CPU_OP_KEYS) for p in CPU_PRECISIONS}
     return dataclasses.replace(base, name="unit", fuses=(), per_step_s=0.0, per_request_s=0.0,
                                per_kernel_s={"cpu": 0.0}, cpu_efficiency=ones,
-                               host_single_thread_hz=None, cpu_core_tile=None,
+                               host_single_thread_hz=None, cpu_micro_tile=None,
                                weight_casts=weight_casts, layout_conversions_per_conv=0.0,
                                efficiency={k: 1.0 for k in base.efficiency})
 
@@ -81,6 +88,15 @@ def case_key(case: Case, precision: str) -> str:
     return f"{name}_{hardware_key(precision)}"
 
 
+def serial_kernel(key: str) -> str:
+    """The figure a matmul key's serial passes fit (`unit_work_s`'s second figure): `quantize`
+    for the GEMM and convolution keys of an integer precision (the CPU model's
+    `cpu.quantized_rows` under a stack that gives it: the unit stack does), else `pack`."""
+    kind, _, precision = key.rpartition("_")
+    integer = get_format(precision).is_integer
+    return QUANTIZE_KERNEL if integer and kind in ("gemm", "conv") else PACK_KERNEL
+
+
 def with_group_figures(efficiency: dict[str, float]) -> dict[str, float]:
     """`efficiency` plus `vector_<p>` and `stream_<p>`: the geometric mean of the fitted op
     kinds of each group at that precision, for op kinds no case measured. NB: an unmeasured
@@ -88,7 +104,7 @@ def with_group_figures(efficiency: dict[str, float]) -> dict[str, float]:
     groups: dict[str, list[float]] = {}
     for key, value in efficiency.items():
         kind, _, precision = key.rpartition("_")
-        if kind in (*MATMUL_KERNELS, PACK_KERNEL, "gemv"):
+        if kind in (*MATMUL_KERNELS, PACK_KERNEL, QUANTIZE_KERNEL, "gemv"):
             continue
         group = "vector" if kind in VECTOR_OPS else "stream"
         groups.setdefault(f"{group}_{precision}", []).append(value)
@@ -108,7 +124,7 @@ def unit_work_s(profile: Any, case: Case, precision: str, weight_casts: bool = F
     key = hardware_key(precision)
     costs = cpu_costs(profile, work, gemms, key, stack).iloc[0]
     serial = serial_stream_bytes(profile, work, gemms, key, stack)
-    serial_s = float((serial["pack"] + serial["cast"] + serial["transpose"]).iloc[0]
+    serial_s = float(serial[["pack", "cast", "transpose", "quantize"]].iloc[0].sum()
                      / profile.offchip_memory.bandwidth_bytes_per_s)
     memory_s, kernels = float(costs["memory_s"]), float(costs["kernels"])
     if case.kernel in MEMORY_KERNELS:
@@ -164,20 +180,25 @@ def fit_efficiencies(keys: list[str], work_s: np.ndarray, kernels: np.ndarray,
 def _joint_matmul_fit(keys: np.ndarray, work_s: np.ndarray, serial_s: np.ndarray,
                       memory_s: np.ndarray, left_s: np.ndarray, measured_s: np.ndarray
                       ) -> tuple[dict[str, float], np.ndarray] | None:
-    """(1/e per matmul key, `pack` and, where a case is memory-bound, `gemv`; the fitted time
-    left after dispatch per case) of one precision's matmul cases by least squares in relative
-    error. A memory-bound case (a GEMV: its DRAM time above its compute and packing) is timed
-    by its DRAM time at the `gemv` figure, as the CPU model times it; the bound of each case
-    is taken at efficiency 1, then once more at the fitted figures. None when a coefficient is
-    not positive (the cases cannot separate the micro-kernels from the packing)."""
+    """(1/e per matmul key, per serial figure (`pack`, or `quantize` for an integer precision's
+    GEMM and convolution keys: `serial_kernel`) and, where a case is memory-bound, `gemv`; the
+    fitted time left after dispatch per case) of one precision's matmul cases by least squares
+    in relative error. A memory-bound case (a GEMV: its DRAM time above its compute and serial
+    passes) is timed by its DRAM time at the `gemv` figure, as the CPU model times it; the
+    bound of each case is taken at efficiency 1, then once more at the fitted figures. None
+    when a coefficient is not positive (the cases cannot separate the work from the passes)."""
     names = sorted(set(keys))
+    serial_names = np.array([serial_kernel(k) for k in keys])
     memory_bound = memory_s > work_s + serial_s
     for _ in range(BOUND_PASSES):
-        columns = [*names, PACK_KERNEL] + (["gemv"] if memory_bound.any() else [])
+        serials = sorted({s for s in serial_names[~memory_bound & (serial_s > 0)]})
+        columns = [*names, *serials] + (["gemv"] if memory_bound.any() else [])
         x = np.zeros((len(keys), len(columns)))
         for j, name in enumerate(names):
             x[(keys == name) & ~memory_bound, j] = work_s[(keys == name) & ~memory_bound]
-        x[~memory_bound, len(names)] = serial_s[~memory_bound]
+        for j, name in enumerate(serials, start=len(names)):
+            rows = (serial_names == name) & ~memory_bound
+            x[rows, j] = serial_s[rows]
         if memory_bound.any():
             x[memory_bound, -1] = memory_s[memory_bound]
         weight = 1.0 / measured_s
@@ -185,8 +206,12 @@ def _joint_matmul_fit(keys: np.ndarray, work_s: np.ndarray, serial_s: np.ndarray
         if not np.all(coef > 0):
             return None
         slopes = dict(zip(columns, coef, strict=True))
-        compute_s = work_s * np.array([slopes[k] for k in keys]) + serial_s * slopes[PACK_KERNEL]
-        bound = memory_s * slopes.get("gemv", slopes[PACK_KERNEL]) > compute_s
+        compute_s = work_s * np.array([slopes[k] for k in keys]) + serial_s * np.array(
+            [slopes.get(s, 0.0) for s in serial_names])
+        # NB: the CPU model streams a matmul's operands at `gemv`, else `pack`, else the stream
+        # figure (not fitted here: such a case is taken as not memory-bound)
+        operand = slopes.get("gemv", slopes.get(PACK_KERNEL, 0.0))
+        bound = memory_s * operand > compute_s
         if (bound == memory_bound).all():
             break
         memory_bound = bound
@@ -198,8 +223,9 @@ def fit_with_pack(keys: list[str], work_s: np.ndarray, serial_s: np.ndarray,
                   memory_s: np.ndarray | None = None) -> Fit:
     """Every key's efficiency and each precision's `pack_<precision>` (and `gemv_<precision>`
     where a case is memory-bound): non-matmul keys as `fit_efficiencies` (no serial term); the
-    matmul keys (gemm, conv, attention) of a precision jointly with its packing figure,
-    minimising sum(((x/e_key + s/e_pack + k t0) / t - 1)^2) (x = work_s, s = serial_s:
+    matmul keys (gemm, conv, attention) of a precision jointly with its serial figures
+    (`pack`; `quantize` for an integer precision's GEMM and convolution cases),
+    minimising sum(((x/e_key + s/e_serial + k t0) / t - 1)^2) (x = work_s, s = serial_s:
     `unit_work_s`; a memory-bound case: m/e_gemv + k t0, m its DRAM time `memory_s`, None:
     none is). NB: in relative error, so the skinny GEMMs, whose time is
     mostly packing and casts, weigh as much as the large ones (which dominate a network's
@@ -229,6 +255,11 @@ def fit_with_pack(keys: list[str], work_s: np.ndarray, serial_s: np.ndarray,
         alone = fit_efficiencies(list(key_arr[rows]), work_s[rows], kernels[rows],
                                  measured_s[rows], dispatch_s, fixed)
         efficiency.update(alone.efficiency)
+        if any(serial_kernel(k) == QUANTIZE_KERNEL for k in key_arr[rows]):
+            # NB: the quantisation passes were priced at the stream figure: so is the model's
+            efficiency[f"{QUANTIZE_KERNEL}_{precision}"] = with_group_figures(
+                base.efficiency).get(f"stream_{precision}", load_efficiency("cpu")[
+                    "assumed.dram_bandwidth_efficiency"])
         predicted_s[rows] = measured_s[rows] * (1.0 + alone.relative_error)
     return Fit(efficiency=efficiency, per_kernel_s=float(dispatch_s),
                relative_error=predicted_s / measured_s - 1.0)

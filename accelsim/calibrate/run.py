@@ -81,8 +81,9 @@ def _fit_cases(profile: Any, precisions: tuple[str, ...], plan: dict[str, Any],
     keeping each one's least time over `plan["passes"]` passes through all of them (NB: a
     burst of other work on a shared host then spoils one pass of a case, not all), and fit
     (`fit.fit_with_pack`: matmul keys jointly with their precision's packing and weight-cast
-    passes; `weight_casts`: the stack casts weights in every call, as the numpy kernels do
-    below 32 bits)."""
+    passes, or for int8 GEMMs and convolutions the per-call quantisation of both operands;
+    `weight_casts`: the stack casts weights in every call, as the numpy kernels do below 32
+    bits)."""
     rows: list[dict[str, Any]] = []
     timed: list[Any] = []
     for precision in precisions:

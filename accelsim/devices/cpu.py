@@ -11,6 +11,10 @@ Per row of the work table:
   quantisation over the cores / (peak x GEMM efficiency) + the packing pass over both operands
   (pack bytes / sustained bandwidth), serial with it; DRAM bytes = compulsory + last-level-cache
   re-reads, streamed at the stack's `gemv` figure (else its `pack` figure, else its stream one).
+  Except under a stack that quantises an integer precision per call (its `quantize_<precision>`
+  figure, as numpy's int8 kernels do: `quantized_rows`): such a GEMM is the quantisation of
+  both fp32 operands ((m k + k n) x 4 B / (bandwidth x quantize figure)) then an integer loop
+  at the GEMM efficiency with no micro-tile waste, no packing and no separate cast.
 - other rows stream their bytes at the sustained DRAM bandwidth; their FLOPs run on the vector
   units.
 - overhead: the software stack's dispatch time per unfused op (`hw_profiles/software/`; a
@@ -39,7 +43,7 @@ from accelsim.devices.core import device_model
 from accelsim.devices.cpu_blas import blas_gemm_terms, pack_bytes
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.gpu import amp_weight_casts
-from accelsim.devices.mapping import kernel_counts, row_energy_j
+from accelsim.devices.mapping import kernel_counts, per_row, row_energy_j, row_gemms
 from accelsim.devices.software import (
     SoftwareStack,
     host_single_thread_hz,
@@ -49,6 +53,7 @@ from accelsim.devices.software import (
 )
 from accelsim.devices.tiling import core_costs, row_traffic_bytes
 from accelsim.errors import AccelsimError
+from accelsim.kernels.execute import INT8_KINDS
 from accelsim.kernels.formats import get_format
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
@@ -86,6 +91,8 @@ def matmul_path(profile: Any, precision: str) -> tuple[str, float]:
     return "vector", vector_peak_flops_per_s(profile, precision)
 
 
+# Op kinds whose operands an integer-quantising stack quantises per call (`quantized_rows`).
+QUANTIZED_OPS = frozenset(k.value for k in INT8_KINDS)
 _CONV_OPS = (OpKind.CONV2D.value, OpKind.CONV3D.value, OpKind.CONV_TRANSPOSE3D.value)
 # Non-matmul ops whose time a CPU spends on arithmetic (transcendentals, reductions) rather than
 # on moving bytes: a stack's own figure for such an op kind is a vector efficiency; for any
@@ -155,8 +162,8 @@ def micro_tile(profile: Any, stack: SoftwareStack, unit: str,
     """The GEMM micro-tile (rows along M, columns along N): the stack's `[cpu_tiling]`, else
     the class's for the matrix engine or the profile's SIMD width (the widest listed width
     not above it; the narrowest for a narrower profile)."""
-    if stack.cpu_core_tile is not None:
-        return stack.cpu_core_tile
+    if stack.cpu_micro_tile is not None:
+        return stack.cpu_micro_tile
     if unit == "amx":
         return tuple(eff["assumed.micro_tile.amx"])
     widths = sorted(int(k.rsplit("_", 1)[1]) for k in eff
@@ -166,22 +173,52 @@ def micro_tile(profile: Any, stack: SoftwareStack, unit: str,
     return tuple(eff[f"assumed.micro_tile.simd_{width}"])
 
 
+def quantized_rows(work: pd.DataFrame, stack: SoftwareStack, precision: str) -> np.ndarray:
+    """Rows whose GEMM the stack quantises per call: an integer `precision`, a stack that gives
+    its `quantize_<precision>` figure, and an op the int8 kernels quantise
+    (`kernels.execute.INT8_KINDS`; NB: attention and lstm run their fp32 kernels there), in
+    the forward pass (NB: backward rows keep the BLAS model; the kernels have no int8 backward).
+    """
+    if not get_format(precision).is_integer or stack.cpu_factor("quantize", precision) is None:
+        return np.zeros(len(work), dtype=bool)
+    return (work["matmul"].to_numpy(dtype=bool) & work["op"].isin(QUANTIZED_OPS).to_numpy()
+            & (work["phase"] == "forward").to_numpy())
+
+
+def quantize_bytes(work: pd.DataFrame, gemms: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Per work row, the fp32 operand bytes its per-call quantisation reads: (m x k + k x n) x
+    count x 4 for the `rows` (`quantized_rows`), else 0. numpy's int8 kernels quantise both
+    operands on every call (abs, max, divide, round, clip, cast; then an int32 copy of each),
+    so the cost is a fixed number of passes over both operands, priced at the stack's
+    `quantize_<precision>` figure. NB: a convolution's m x k is its im2col matrix (the kernels
+    quantise the input, then im2col it in int8: a pass over m x k); the output's rescale
+    (m x n) is left out (m x n is small beside k x n for skinny GEMMs and beside the MACs for
+    large ones)."""
+    g = row_gemms(work, gemms)
+    m, n, k, count = (g[c].to_numpy(dtype=float) for c in ("m", "n", "k", "count"))
+    moved = per_row(MASTER_WEIGHT_BYTES * count * (m * k + k * n), g["row"], len(work))
+    return np.where(rows, moved, 0.0)
+
+
 def serial_stream_bytes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
                         stack: SoftwareStack) -> pd.DataFrame:
     """Per row, what the cores stream serially with the row's math, in bytes: `pack` (BLAS
-    packing, `cpu_blas.pack_bytes`), `cast` (autocast weight casts: fp32 read, narrow written)
-    and `transpose` (layout conversions: the conv's input activation read and written), with
-    the extra ops they add (`casts`, `transposes`)."""
+    packing, `cpu_blas.pack_bytes`), `cast` (autocast weight casts: fp32 read, narrow written),
+    `transpose` (layout conversions: the conv's input activation read and written) and
+    `quantize` (per-call quantisation of both operands, `quantize_bytes`: such a row has no
+    packing and no separate cast), with the extra ops they add (`casts`, `transposes`)."""
     width = get_format(precision).bytes_per_element
     unit, _ = matmul_path(profile, precision)
-    casts = amp_weight_casts(work, precision, stack.weight_casts)
+    quantized = quantized_rows(work, stack, precision)
+    casts = np.where(quantized, 0.0, amp_weight_casts(work, precision, stack.weight_casts))
     transposes = layout_conversions(work, stack, unit == "amx")
     activation_bytes = (work["read_bytes"] - work["weight_bytes"]).to_numpy(dtype=float)
     return pd.DataFrame({
-        "pack": pack_bytes(work, gemms, width),
+        "pack": np.where(quantized, 0.0, pack_bytes(work, gemms, width)),
         "cast": casts * work["weight_bytes"].to_numpy(dtype=float) * (
             MASTER_WEIGHT_BYTES / width + 1.0),
         "transpose": transposes * 2.0 * activation_bytes,
+        "quantize": quantize_bytes(work, gemms, quantized),
         "casts": casts, "transposes": transposes}, index=work.index)
 
 
@@ -209,7 +246,10 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
                               tuple(eff["assumed.onchip_block"]))
     matmul = work["matmul"].to_numpy(dtype=bool)
     flops = work["flops"].to_numpy(dtype=float)
-    quant = factors["quantization"].to_numpy()
+    quantized = quantized_rows(work, stack, precision)
+    # NB: numpy's integer matmul is its own loop, one output element at a time (a dot product
+    # over k; no BLAS, no micro-tile, one thread), so no tile edge is wasted on such a row.
+    quant = np.where(quantized, 1.0, factors["quantization"].to_numpy())
     gemm_eff, vector_eff, stream_eff = stack_efficiencies(work, stack, precision, eff, unit)
     vector_rate = vector_peak_flops_per_s(profile, precision) * vector_eff
     stream_rate = float(mem.bandwidth_bytes_per_s) * stream_eff
@@ -222,6 +262,11 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     pack_rate = float(mem.bandwidth_bytes_per_s) * pack_efficiency(stack, precision, stream_eff)
     serial_s = (serial["pack"] + serial["cast"]).to_numpy() / pack_rate + \
         serial["transpose"].to_numpy() / stream_rate
+    if quantized.any():
+        quantize_eff = _modified(stack.cpu_factor("quantize", precision),
+                                 stack.modifier("dram_bandwidth", "cpu"))
+        serial_s = serial_s + serial["quantize"].to_numpy() / (
+            float(mem.bandwidth_bytes_per_s) * quantize_eff)
     # NB: a matmul streams its operands from DRAM at the stack's `gemv` figure, else at its
     # packing figure (both fitted on matmuls; its stream ops' figure carries their own
     # per-element work, e.g. numpy's bf16 rounding)
@@ -235,7 +280,8 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     fused = stack_fused_rows(work, stack)
     dram, onchip = row_traffic_bytes(work, factors, fused)  # on-chip: through the caches
     dram = dram + extra_dram
-    onchip = onchip + serial["pack"].to_numpy()  # NB: packed buffers live in L2 / L3
+    # NB: packed buffers and the quantisation passes' temporaries live in L2 / L3
+    onchip = onchip + (serial["pack"] + serial["quantize"]).to_numpy()
     memory_s = dram / stream_rate
     # NB: a backward matmul's two GEMMs are two ops to the framework, as on the GPU.
     ops = np.where(fused, 0.0, kernel_counts(work)) + serial["casts"].to_numpy() + \

@@ -42,6 +42,8 @@ from accelsim.devices.gpu_gemm import gemm_factors
 from accelsim.devices.mapping import kernel_counts, listed_vector_peak, row_energy_j
 from accelsim.devices.software import (
     SoftwareStack,
+    capped_factor,
+    host_issue_wait_s,
     layout_conversions,
     resolve_software,
     stack_fused_rows,
@@ -128,10 +130,10 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     width = get_format(precision).bytes_per_element
 
     def gemm_eff(core: str) -> float:  # NB: a stack's modifier cannot lift it above 1 (peak)
-        return min(eff[f"fitted.{core}_efficiency"] * stack.modifier(core, "gpu"), 1.0)
+        return capped_factor(stack, "gpu", core, eff[f"fitted.{core}_efficiency"])
 
-    achievable_bw = bandwidth * min(
-        eff["fitted.dram_bandwidth_efficiency"] * stack.modifier("dram_bandwidth", "gpu"), 1.0)
+    achievable_bw = bandwidth * capped_factor(stack, "gpu", "dram_bandwidth",
+                                              eff["fitted.dram_bandwidth_efficiency"])
 
     factors = gemm_factors(work, gemms, profile, precision, unit, eff, width, matmul_peak,
                            bandwidth)
@@ -163,13 +165,18 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
         dtype=float) * (MASTER_WEIGHT_BYTES / width + 1.0) + transposes * 2.0 * activation_bytes
     memory_s = dram / achievable_bw
 
-    kernels = np.where(fused, 0.0, kernel_counts(work)) + casts + transposes
-    host_per_kernel_s = stack.host_per_kernel_s("gpu")
+    # NB: non-fused Winograd adds its filter, input and output transform kernels around the
+    # batched GEMM (cuDNN WINOGRAD_NONFUSED); the direct-vs-Winograd pick leaves them out.
+    winograd_kernels = (eff["assumed.winograd_transform_kernels"]
+                        * factors["winograd"].to_numpy(dtype=float))
+    kernels = (np.where(fused, 0.0, kernel_counts(work)) + casts + transposes
+               + winograd_kernels)
+    stack.host_per_kernel_s("gpu")  # a GPU stack must give it (ConfigError otherwise)
     busy_s = np.maximum(compute_s, memory_s)
     # NB: host work overlaps the GPU kernel by kernel (asynchronous launch); the GPU idles only
     # when a kernel is shorter than the host time that issues the next one.
-    overhead_s = kernels * eff["assumed.kernel_launch_s"] + np.maximum(
-        kernels * host_per_kernel_s - busy_s, 0.0)
+    overhead_s = kernels * eff["assumed.kernel_launch_s"] + host_issue_wait_s(
+        stack, "gpu", kernels, busy_s)
 
     executed = flops * factors["executed_fraction"].to_numpy()  # Winograd: fewer multiplies
     energy_j = row_energy_j(profile, precision, np.where(matmul, executed / 2, 0.0),

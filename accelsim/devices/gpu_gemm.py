@@ -5,7 +5,8 @@ convolution algorithm the library's autotuner picks (direct implicit GEMM or Win
     compute_s = flops * f["quantization"] / (peak x class efficiency)
 
 - `ctas_per_sm`: CTAs resident per SM, from the tile's shared-memory and register footprint
-  against the SM's (profile fields; 1 unless the profile publishes both).
+  against the SM's (profile fields; 1 unless the profile publishes both); it hides pipeline
+  fill only: waves of tiles are counted over the SMs.
 - pipeline fill: each CTA tile spends `assumed.pipeline_fill_k_steps` main-loop iterations of
   time outside its main loop (prologue: the first stage's loads land before the first MMA;
   epilogue: the accumulator tile is converted and stored); other resident CTAs hide it, so the
@@ -101,8 +102,10 @@ def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precisio
     tile_m, tile_n = eff[f"assumed.cta_tile.{precision}"]
     tile_k = eff[f"assumed.cta_tile_k.{precision}"]
     occupancy = ctas_per_sm(profile, tile_m, tile_n, tile_k, width_bytes, eff)
-    units = float(profile.compute.sm_count) * occupancy
-    # NB: the other resident CTAs' main loops hide a CTA's fill in proportion to occupancy.
+    # Waves are counted over SMs, not over resident-CTA slots: a lone CTA on an SM gets the
+    # SM's rate (NB: as if one CTA could saturate it); the other resident CTAs' main loops hide
+    # a CTA's fill in proportion to occupancy.
+    units = float(profile.compute.sm_count)
     fill_k = tile_k * eff["assumed.pipeline_fill_k_steps"] / occupancy
     # NB: one tile shape per precision, so an n = 64 GEMM wastes half of each 128-wide tile;
     # the libraries' narrower tiles are left out until their L2-to-SM bandwidth cost is (tried

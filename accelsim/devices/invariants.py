@@ -67,10 +67,19 @@ def fail(check: str, context: Mapping[str, Any], detail: str) -> InvariantError:
 def _gpu_peaks(profile: Any, precision: str) -> tuple[float, float]:
     from accelsim.devices import gpu
 
-    matrix = gpu.matmul_path(profile, precision)[1]
-    if precision == "fp32":  # a stack may run fp32 GEMMs as tf32 on tensor cores (gpu.tf32_rows)
-        matrix = max(matrix, profile.compute.matrix_peak_flops_per_s.get("tf32", 0.0))
-    return matrix, gpu.vector_peak_flops_per_s(profile, precision)
+    return gpu.matmul_path(profile, precision)[1], gpu.vector_peak_flops_per_s(profile, precision)
+
+
+def _tf32_rows_peak(r: _Rows, profile: Any, precision: str, peak: np.ndarray) -> np.ndarray:
+    """Per row, the matrix-path `peak`, raised to the tf32 tensor-core peak on the fp32 GPU
+    rows a stack ran on tensor cores (`gpu.tf32_rows`: their `unit` says so)."""
+    if profile.device_class != "gpu" or precision != "fp32" or "unit" not in r.layers:
+        return peak
+    tf32 = profile.compute.matrix_peak_flops_per_s.get("tf32")
+    if tf32 is None:
+        return peak
+    on_tf32 = r.matmul & (r.layers["unit"] == "tensor_core").to_numpy()
+    return np.where(on_tf32, np.maximum(peak, float(tf32)), peak)
 
 
 def _cpu_peaks(profile: Any, precision: str) -> tuple[float, float]:
@@ -208,10 +217,11 @@ def _check_peaks(r: _Rows, profile: Any, precision: str, context: Mapping[str, A
     flops = r.col["flops"]
     kernel_s = r.per_kernel(r.col["time_s"])
     fused_flops = r.per_kernel(np.where(r.root, 0.0, flops))
-    own_peak = np.where(r.matmul, max(matrix_peak, vector_peak), vector_peak)
+    row_matrix = _tf32_rows_peak(r, profile, precision, np.full(len(flops), matrix_peak))
+    own_peak = np.where(r.matmul, np.maximum(row_matrix, vector_peak), vector_peak)
     if r.host.any():
         own_peak = np.where(r.host, host_peak_flops_per_s(precision, host), own_peak)
-    on_vector = (~r.matmul | (matrix_peak <= vector_peak)) & ~r.host
+    on_vector = (~r.matmul | (row_matrix <= vector_peak)) & ~r.host
     vector = np.full(len(flops), vector_peak)
     # A GPU row's kernels may execute fewer FLOPs than the op's count (Winograd, gpu_gemm).
     executed = (r.layers["executed_flops"].to_numpy(dtype=float)

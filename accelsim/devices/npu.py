@@ -19,8 +19,9 @@ Per row of the work table:
   Where matmuls run on the vector path (fp32 on the Orin's CUDA cores), fused work shares that
   unit and costs its vector time. Nothing fuses into a row the host runs.
 - every other NPU kernel pays `fitted.layer_dispatch_s` of hw_profiles/efficiency/npu.toml
-  (layer set-up: instruction / descriptor issue, weights into the array, pipeline sync) plus
-  the stack's `host.per_kernel_us.npu` (0 for tflite-edgetpu), not overlapped; the dispatch
+  (layer set-up: instruction / descriptor issue, weights into the array, pipeline sync), not
+  overlapped, and waits for the stack's `host.per_kernel_us.npu` (0 for tflite-edgetpu) where
+  it exceeds the kernel's own time and dispatch (issue overlaps the device's work); the dispatch
   fitted on one measurement (named there), held out on the others
   (benchmarks/results/fidelity_other.md). Column `kernels` counts them. The stack's
   `[efficiency]` modifiers scale the MAC array, vector path and DRAM rates (capped at 1);

@@ -34,13 +34,16 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
                            every class of the stack); other classes run it at modifiers 1 (a
                            modifier fitted on GPU rows says nothing of the stack on a CPU)
     [cpu_efficiency]       (0, 10] optional, CPU only: `<kernel>_<precision>` (kernel: gemm,
-                           conv, attention, vector, stream, pack, gemv, or a non-matmul op kind
-                           such as relu, gelu) fractions of the CPU profile's peak (fp32 vector
-                           peak; DRAM bandwidth for `stream`, streaming op kinds, `pack` (the
-                           matmuls' BLAS packing and weight-cast passes) and `gemv` (a matmul's
-                           operand stream from DRAM)) that replace the class factors for that
-                           kernel and precision (a measured stack: `accelsim calibrate`)
-    [cpu_tiling] core_tile_m, core_tile_n   optional, CPU only: the register micro-tile of
+                           conv, attention, vector, stream, pack, gemv, quantize, or a
+                           non-matmul op kind such as relu, gelu) fractions of the CPU profile's
+                           peak (fp32 vector peak; DRAM bandwidth for `stream`, streaming op
+                           kinds, `pack` (the matmuls' BLAS packing and weight-cast passes),
+                           `gemv` (a matmul's operand stream from DRAM) and `quantize` (an
+                           integer precision only: the stack quantises both fp32 operands of
+                           each GEMM per call and multiplies in its own loop, no BLAS)) that
+                           replace the class factors for that kernel and precision (a measured
+                           stack: `accelsim calibrate`)
+    [cpu_tiling] micro_tile_m, micro_tile_n   optional, CPU only: the register micro-tile of
                            the stack's GEMM kernels (rows along M, columns along N), replacing
                            the class's `assumed.micro_tile` (accelsim.devices.cpu_blas)
 
@@ -88,8 +91,8 @@ MAX_MODIFIER = 2.0
 # NB: a measured CPU efficiency may pass 1: a stream op whose operands stay in cache outruns
 # the DRAM figure, and a core may boost above the clock its profile's peak is derived at.
 MAX_CPU_EFFICIENCY = 10.0
-MAX_CORE_TILE = 1024
-CPU_KERNELS = ("gemm", "conv", "attention", "vector", "stream", "pack", "gemv")
+MAX_MICRO_TILE = 64  # NB: register tiles are a few rows by a few SIMD vectors
+CPU_KERNELS = ("gemm", "conv", "attention", "vector", "stream", "pack", "gemv", "quantize")
 CPU_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")  # profile keys (hardware_key)
 # A non-matmul op kind may carry its own CPU efficiency (`relu_fp32`), before its group's.
 CPU_OP_KEYS = tuple(k.value for k in OpKind if k not in MATMUL_KINDS and k != OpKind.UNMAPPED)
@@ -123,7 +126,7 @@ FIELDS = (
               high=MAX_CPU_EFFICIENCY)
         for k in (*CPU_KERNELS, *CPU_OP_KEYS) for p in CPU_PRECISIONS)),
     Field("cpu_tiling", dict, required=False, sub=(
-        count("core_tile_m", high=MAX_CORE_TILE), count("core_tile_n", high=MAX_CORE_TILE))),
+        count("micro_tile_m", high=MAX_MICRO_TILE), count("micro_tile_n", high=MAX_MICRO_TILE))),
 )
 
 
@@ -147,7 +150,7 @@ class SoftwareStack:
     host_single_thread_hz: float | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     cpu_efficiency: dict[str, float] = field(default_factory=dict)
-    cpu_core_tile: tuple[int, int] | None = None
+    cpu_micro_tile: tuple[int, int] | None = None
     fp32_on_tf32: tuple[str, ...] = ()
     efficiency_classes: tuple[str, ...] | None = None  # None: every class of the stack
     source: str = field(default="", compare=False, repr=False)  # the file it was loaded from
@@ -212,8 +215,8 @@ def _from_values(name: str, v: dict[str, Any], sources: dict[str, str]) -> Softw
         efficiency=dict(v["efficiency"]), sources=sources,
         cpu_efficiency={k: x for k, x in (v.get("cpu_efficiency") or {}).items()
                         if x is not None},
-        cpu_core_tile=(None if not v.get("cpu_tiling") else
-                       (v["cpu_tiling"]["core_tile_m"], v["cpu_tiling"]["core_tile_n"])))
+        cpu_micro_tile=(None if not v.get("cpu_tiling") else
+                        (v["cpu_tiling"]["micro_tile_m"], v["cpu_tiling"]["micro_tile_n"])))
 
 
 def load_stack(name_or_path: str | Path) -> SoftwareStack:

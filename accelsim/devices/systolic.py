@@ -301,8 +301,13 @@ def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFra
         "stall_cycles": stalls,
     }, index=work.index)
     vec_cycles = np.ceil(vec / vector_ops_per_s(profile, run) * clock_hz)
-    return _with_stack(costs, work, stack, vec_cycles, clock_hz,
-                       profile.offchip_memory.bandwidth_bytes_per_s)
+    out = _with_stack(costs, work, stack, vec_cycles, clock_hz,
+                      profile.offchip_memory.bandwidth_bytes_per_s)
+    # A fused row moves only its residual bytes (`_with_stack`); its energy follows them (the
+    # same inputs give the same energy on every other row).
+    out["dynamic_energy_j"] = row_energy_j(profile, run, macs, vec, out["dram_bytes"].to_numpy(),
+                                           out["onchip_bytes"].to_numpy())
+    return out
 
 
 def _with_stack(costs: pd.DataFrame, work: pd.DataFrame, stack: SoftwareStack,

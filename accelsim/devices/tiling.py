@@ -3,7 +3,7 @@ and CPU class models, built on the per-row GEMMs and re-fetch model of `mapping`
 
 - `gemm_quantization`: output tiles of tile_m x tile_n over `units` in waves, with split-K
   when there are fewer tiles than units; returns the MACs the hardware spends.
-- `row_gemm_factors`: per work row, spent / useful MACs, tile-load bytes per useful MAC and
+- `row_gemm_factors`: per work row, spent / useful MACs, tile-load bytes per spent MAC and
   cache re-read bytes (`mapping.refetch_bytes`).
 - `row_traffic_bytes`: per work row, DRAM and on-chip bytes from those factors, fused rows
   moving only what their producer did not write.

@@ -64,8 +64,7 @@ def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platfor
     if not is_decoder(sc.model):
         raise AccelsimError(f"LLM knobs ({', '.join(sorted(cfg.llm))}) apply to decoder models "
                             f"({', '.join(decoder_names())}), not '{sc.model}'")
-    mode = cfg.mode or sc.mode
-    if sc.input and (mode != "train" or set(sc.input) != {"seq_len"}):
+    if sc.input and set(sc.input) != {"seq_len"}:
         raise AccelsimError(f"model inputs {sorted(sc.input)} do not apply to a token-level "
                             "LLM run: prompt_tokens and output_tokens set the lengths "
                             "(training: seq_len)")
@@ -97,6 +96,20 @@ def routes_to_llm(cfg: Any) -> bool:
     return bool(cfg.llm) or (mode == "serve" and is_decoder(cfg.scenario.model))
 
 
+def _scenario_prompt(cfg: Any, output: int, notes: list[str]) -> int:
+    """Prompt tokens of an inference or serving run: the scenario's context (`seq_len` input)
+    less the output tokens where it gives one, else the default."""
+    seq_len = cfg.scenario.input.get("seq_len")
+    if seq_len is None:
+        return DEFAULT_PROMPT_TOKENS
+    if seq_len <= output:
+        raise AccelsimError(f"scenario seq_len {seq_len:,} leaves no prompt before "
+                            f"{output:,} output tokens: set --prompt-tokens")
+    notes.append(f"scenario seq_len {seq_len:,} taken as prompt + output: "
+                 f"{seq_len - output:,} prompt and {output:,} output tokens per request")
+    return int(seq_len - output)
+
+
 def run_llm(cfg: Any) -> Any:
     """The record of an LLM run (`accelsim.sim.api.SimulationResult`)."""
     from accelsim.sim.api import SimulationResult
@@ -116,10 +129,12 @@ def run_llm(cfg: Any) -> Any:
         record = train_record(cfg, plat, lay, system, cap, notes)
         events = record.pop("records")
         return SimulationResult(record, pd.DataFrame() if events is None else events)
-    prompt = cfg.llm.get("prompt_tokens", DEFAULT_PROMPT_TOKENS)
     output = cfg.llm.get("output_tokens", DEFAULT_OUTPUT_TOKENS)
+    prompt = cfg.llm.get("prompt_tokens", _scenario_prompt(cfg, output, notes))
     unset = {k: v for k, v in (("prompt", prompt), ("output", output))
              if f"{k}_tokens" not in cfg.llm}
+    if "seq_len" in cfg.scenario.input:
+        unset.pop("prompt", None)
     if unset and not cfg.llm.get("requests_file"):
         notes.append(f"{' and '.join(f'{k}_tokens' for k in unset)} not given: "
                      f"{' and '.join(f'{v} {k}' for k, v in unset.items())} tokens per request "

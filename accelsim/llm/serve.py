@@ -119,7 +119,13 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     if chunk is not None and batching != "continuous":
         raise AccelsimError("chunked_prefill applies to continuous batching only")
     replicas = replicas_of(cfg.devices, lay, system)
-    max_batch = serve.get("max_batch") or DEFAULT_MAX_BATCH
+    max_batch = serve.get("max_batch") or (
+        cfg.scenario.batch_size if cfg.scenario.batch_size > 1 else DEFAULT_MAX_BATCH)
+    if not serve.get("max_batch"):
+        # NB: a batch of 1 is every bare model's default, so it is taken as unset.
+        notes.append(f"largest running batch {max_batch} (" + (
+            "the scenario's batch size" if cfg.scenario.batch_size > 1 else "the default")
+            + "; --max-batch sets it)")
     dist = llm.get("length_dist", "fixed")
     seed = cfg.seed or 0
     if trace:

@@ -28,8 +28,8 @@ all-gather the updated weights (the same volume as an all-reduce in all), stage 
 weights in each micro-batch's forward and backward instead.
 Energy: the rows' energies from the device model (dynamic plus static power over each row, each
 row within the TDP) for the work every GPU does, plus static power while it waits, plus the
-links, NVSwitch chips and NICs (`accelsim.llm.train_comm`); average power is every GPU's
-together, as for inference.
+links, NVSwitch chips and NICs (`accelsim.llm.train_comm`); average power is the whole
+step's (GPUs, links, switches and NICs) over the step time.
 """
 
 from __future__ import annotations

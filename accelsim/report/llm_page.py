@@ -81,8 +81,8 @@ def _tokens(rec: dict[str, Any]) -> str:
                 ("tokens per step", f"{rec['global_batch_tokens']:,}"),
                 ("tokens/s", f"{rec['tokens_per_s']:,.0f}"),
                 ("MFU", _pct(rec["mfu"])),
-                ("TP collectives exposed (s)", f"{rec['tp_comm_s']:.4g} "
-                                               f"({rec['tp_events']:,} events per micro-batch)"),
+                ("TP collectives exposed, bubble passes included (s)",
+                 f"{rec['tp_comm_s']:.4g} ({rec['tp_events']:,} events per micro-batch)"),
                 ("DP exchange exposed (s)", f"{rec['dp_comm_s']:.4g} "
                                             f"({rec['dp_collectives']:,} collectives, "
                                             f"{rec['dp_algorithm'] or 'none'})"),
@@ -152,8 +152,9 @@ def _train_extra(rec: dict[str, Any], events: pd.DataFrame) -> list[str]:
     out.append(section("Energy", embed_figure(
         share_figure(known, "energy per step (J)", "Energy by part"), "energy by part",
         f"{rec['energy_j_per_token']:.4g} J per token, {rec['average_power_w']:,.0f} W on "
-        "average (all GPUs)."), table(["part", "energy per step (J)"], rows,
-                                      table_id="energy", numeric=(1,)), section_id="energy"))
+        "average (the whole step: GPUs, links, switches and NICs)."),
+        table(["part", "energy per step (J)"], rows, table_id="energy", numeric=(1,)),
+        section_id="energy"))
     if len(events):
         fig = gantt(events, title="The data-parallel exchange of one step")
         out.append(section("Timeline", embed_figure(

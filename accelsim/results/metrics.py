@@ -166,7 +166,10 @@ def bottleneck(df: pd.DataFrame, run_time_s: float, devices: int,
     comm = float(lost.get("stall_comm", 0.0))
     share = f"{lost.sum() / total:.0%} of accelerator time lost to stalls"
     if comm >= lost.sum() - comm:
-        return "communication", f"the gradient all-reduce is not hidden behind backward ({share})"
+        # NB: a device's all-reduce wait includes waiting for the slowest device to finish its
+        # backward (`accelsim.sim.straggler`), recorded as the same stall.
+        return "communication", ("the gradient all-reduce, with the wait for the slowest "
+                                 f"device before it, is not hidden behind backward ({share})")
     resid = later[later["kind"].isin(RESIDENCE_KINDS)].groupby("kind")["duration_s"].sum()
     stage = STAGE_OF_RESIDENCE[str(resid.idxmax())] if not resid.empty else "io"
 

@@ -80,6 +80,7 @@ class TrainConfig:
     accumulate: int = 1  # micro-steps per all-reduce and optimizer step
     nodes: int = 1  # copies of the system joined by its NICs (devices is per node)
     # relative std of step time between devices (`accelsim.sim.straggler`); None: the class's
+    # fitted value
     device_spread: float | None = None
     steps: int | None = None
     epochs: int | None = None

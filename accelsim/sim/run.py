@@ -14,8 +14,9 @@ reduce its records to metrics (`accelsim.results.metrics`).
 Multi-node (`nodes` > 1): one node is simulated, reading its 1/nodes share of the dataset; its
 all-reduce is the hierarchical one across all nodes (`accelsim.interconnect.multinode`), whose
 cross-node phase holds the node's NICs in the SimPy model. NB: the other nodes are taken to be
-like it (no straggler among nodes); samples, throughput, devices and energy count every node,
-utilization and stalls are the simulated node's.
+like it, but the simulated node holds the slowest device of all nodes (`straggler`); samples,
+throughput, devices and energy count every node, utilization and stalls are the simulated
+node's.
 
 Schema: every run has the same keys. `utilization` is the busy share of the whole run of each
 role (`metrics.ROLES`, 0 when idle); `accelerator_utilization` is MLPerf Storage's AU (compute

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from accelsim.devices.efficiency import load_efficiency
+from accelsim.errors import ConfigError
 from accelsim.sim.costs import PhaseCost
 
 MAX_SPREAD = 0.2  # NB: beyond this a normal draw below -1/spread (a negative time) is not rare
@@ -100,17 +101,24 @@ def class_spread(profile: Any) -> tuple[float, str]:
     if value is None:
         return 0.0, (f"device speed spread of class '{device_class}' not known: every device "
                      "taken as fast as the nominal one (no slowest-device loss)")
+    if not 0.0 <= float(value) < MAX_SPREAD:
+        raise ConfigError("hw_profiles/efficiency/collectives.toml",
+                          f"fitted.device_speed_spread.{device_class}", value,
+                          f"a device speed spread must be in [0, {MAX_SPREAD})")
     return float(value), (f"slowest of the devices sets each synchronised step: step-time "
                           f"spread {value:.2%} between devices of class '{device_class}' "
                           "(fitted, hw_profiles/efficiency/collectives.toml)")
 
 
 def slowed(cost: PhaseCost, factor: float) -> PhaseCost:
-    """`cost` on a device `factor` times slower (times scaled; NB: energy per step kept, as if
-    the slower device drew proportionally less power)."""
+    """`cost` on a device `factor` times slower (or faster, below 1): times and energies scaled
+    alike (NB: constant power, as for dies held at the same power cap; over one node's devices
+    the factors average 1, so the node's energy is unchanged)."""
     if factor == 1.0:
         return cost
     return replace(cost, forward_s=cost.forward_s * factor,
                    backward_s=cost.backward_s * factor,
                    optimizer_s=cost.optimizer_s * factor,
+                   forward_j=cost.forward_j * factor, backward_j=cost.backward_j * factor,
+                   optimizer_j=cost.optimizer_j * factor,
                    bucket_ready_s=tuple(t * factor for t in cost.bucket_ready_s))
