@@ -1,7 +1,13 @@
 """Run SCALE-Sim v3 on jobs given as JSON on stdin; print JSON results (one object per job).
 
-Runs in a Python that has the `scalesim` package (its own virtualenv: SCALE-Sim pins old
-numpy and pandas), called through a subprocess by `benchmarks/scalesim_parity.py` and
+Runs in a Python that has the `scalesim` package, in its own virtualenv:
+
+    python3 -m venv /tmp/ssenv
+    /tmp/ssenv/bin/pip install scalesim==3.0.0 "numpy<2" "pandas<2.3"
+
+(SCALE-Sim 3.0.0 does not pin numpy, but its read buffer calls int() on a one-element array,
+which numpy 2.4 rejects; the results here are from numpy 1.26.4 and pandas 2.2.3). Called
+through a subprocess by `scalesim_parity.py`, `scalesim_layers.py` and
 `tests/test_scalesim.py`, which write the .cfg and topology text:
 
     echo '[{"cfg": "...", "topology": "...", "gemm": false}]' | python scalesim_run.py

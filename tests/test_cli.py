@@ -127,7 +127,8 @@ def test_train_on_a_system_reports_pipeline(capsys):
     assert obj["devices"] == 2 and obj["global_batch"] == 2 * 256
     assert obj["hardware"]["system"] == "dgx-a100"
     assert 0 <= obj["accelerator_utilization"] <= 1
-    assert set(obj["stalls"]) == {"fetch", "prep", "transfer", "communication"}
+    assert set(obj["stalls"]) == {"fetch", "prep", "transfer", "slowest_device",
+                                  "communication"}
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -257,6 +257,9 @@ def scalesim_results() -> list[dict]:
              + "\n", "gemm": gemm} for r, c, kib, bw, flow, gemm, rows in CASES + DUPLICATES]
     done = subprocess.run([python, str(ROOT / "benchmarks" / "scalesim_run.py")],
                           input=json.dumps(jobs), capture_output=True, text=True, timeout=300)
+    if "only 0-dimensional arrays can be converted" in done.stderr:
+        # SCALE-Sim 3.0.0 does not pin numpy, and its read buffer fails under numpy >= 2.4
+        pytest.skip(f"SCALE-Sim in {python} needs numpy<2 (see benchmarks/scalesim_run.py)")
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 

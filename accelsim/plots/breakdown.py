@@ -26,8 +26,8 @@ PART_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
 
 def accelerator_time(events: pd.DataFrame) -> pd.DataFrame:
     """Each accelerator's run time split by cause, in seconds: one row per device, columns
-    "compute", the stall causes ("fetch", "prep", "transfer", "communication") and "other"
-    (idle with no recorded cause: waiting for the slowest device, the run's tail)."""
+    "compute", the stall causes ("fetch", "prep", "transfer", "slowest_device",
+    "communication") and "other" (idle with no recorded cause: the run's tail)."""
     run_s = run_time_s(events)
     compute = compute_s_per_device(events)
     stalls = events[events["kind"].isin(STALL_KINDS)]

@@ -34,8 +34,9 @@ from accelsim.sim.knobs import KNOBS
 METRICS = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample")
 LOG2_KNOBS = ("batch", "devices")
 X_PREFERENCE = ("batch", "devices")
-STALLS = ("stall_fetch", "stall_prep", "stall_transfer", "stall_communication")
-STALL_COLORS = ("#f4a582", "#d6604d", "#92c5de", "#4393c3", "#b8e186")  # + computing/other
+STALLS = ("stall_fetch", "stall_prep", "stall_transfer", "stall_slowest_device",
+          "stall_communication")
+STALL_COLORS = ("#f4a582", "#d6604d", "#92c5de", "#f1b6da", "#4393c3", "#b8e186")  # + rest
 MAX_BARS = 48  # bars per panel; more are left out (the title says so)
 LOG_Y_SPAN = 30.0  # a metric spanning more than this ratio gets a log y axis
 LOG_X_SPAN = 8.0  # a number knob spanning more than this ratio gets a log x axis

@@ -38,6 +38,7 @@ COLORS: dict[str, str] = {
     "stall_fetch": "#fcbba1",
     "stall_prep": "#fb6a4a",
     "stall_transfer": "#cb181d",
+    "stall_sync": "#f1b6da",
     "stall_comm": "#e7298a",
     # bounds of layer rows (inference timelines are coloured by bound)
     "memory": "#1f77b4",

@@ -19,7 +19,8 @@ METRICS = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample", "aver
            "device_power_w", "host_power_w", "samples_per_j", "fits", "required_bytes",
            "capacity_bytes", "largest_batch_that_fits", "bottleneck", "bottleneck_detail")
 TRAIN_METRICS = ("accelerator_utilization", "stall_fetch", "stall_prep", "stall_transfer",
-                 "stall_communication", "run_time_s", "allreduce_time_s")
+                 "stall_slowest_device", "stall_communication", "run_time_s",
+                 "allreduce_time_s")
 SERVE_METRICS = ("latency_p50_s", "latency_p95_s", "latency_p99_s", "offered_load")
 # Decoders at the token level (`accelsim.llm`): one batch (ttft_s ... mfu) or a server.
 LLM_METRICS = ("ttft_s", "tpot_s", "tokens_per_s", "kv_cache_bytes", "mfu", "ttft_p50_s",

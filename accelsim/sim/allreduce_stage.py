@@ -78,6 +78,7 @@ class AllReduceStage:
                 ready = max(advance(cursors[d], c.ready_s(i) if i >= 0 else c.backward_s,
                                     busy, c.contention_share if i >= 0 else 0.0)
                             for d, _, c in arrivals)
+                self._all_ready[g] = ready  # the last part's: every device's backward done
                 if ready > env.now:
                     yield env.timeout(ready - env.now)
                 t0 = env.now

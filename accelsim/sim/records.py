@@ -6,7 +6,8 @@ Columns (SI units):
 - resource: what was busy or waiting ("storage", "host_cpu", "pcie", "network", "nvlink",
   "accel0", ...); one Chrome-trace track per resource;
 - kind: what happened ("read", "prep", "h2d", "compute", "allreduce", "stall_fetch",
-  "stall_prep", "stall_transfer", "stall_comm", "request", "batch", ...);
+  "stall_prep", "stall_transfer", "stall_sync" (waiting for the slowest device's
+  gradients), "stall_comm", "request", "batch", ...);
   "batch_read", "batch_prep", "batch_transfer" (training: where one batch waited for and
   sat in each loader stage, on resource "loader<d>"; residence, not busy time);
 - start_s, end_s: simulated time;
@@ -24,7 +25,7 @@ import pandas as pd
 
 COLUMNS = ("resource", "kind", "start_s", "end_s", "step", "device", "samples", "bytes",
            "energy_j", "detail")
-STALL_KINDS = ("stall_fetch", "stall_prep", "stall_transfer", "stall_comm")
+STALL_KINDS = ("stall_fetch", "stall_prep", "stall_transfer", "stall_sync", "stall_comm")
 RESIDENCE_KINDS = ("batch_read", "batch_prep", "batch_transfer")
 
 

@@ -125,6 +125,8 @@ class TrainModel(LoaderStages, AllReduceStage):
         self._comm_done: dict[int, simpy.Event] = {}
         self._cursors: dict[int, dict[int, list[float]]] = {}  # step -> device -> progress
         self._busy: dict[int, list[tuple[float, float]]] = {}  # step -> collective intervals
+        # step -> when its last gradients were ready on every device (the slowest's backward)
+        self._all_ready: dict[int, float] = {}
         self.contention_s = 0.0  # accelerator time backward lost to running collectives
         # NB: a pageable copy is staged by one core at its share of the host DRAM bandwidth.
         self.copy_bw = s.host.dram_bandwidth_bytes_per_s / s.host.cores
@@ -315,8 +317,10 @@ class TrainModel(LoaderStages, AllReduceStage):
             yield self._comm_event(g)
             share = c.contention_share if self.plan.overlap_allreduce else 0.0
             b1 = advance(self._cursors[g].pop(d), c.backward_s, self._busy[g], share)
+            all_ready = self._all_ready.get(g, b1)
             if not self._cursors[g]:
                 del self._cursors[g], self._busy[g], self._comm_done[g]
+                self._all_ready.pop(g, None)
             self.contention_s += max(b1 - b0 - c.backward_s, 0.0)  # NB: float rounding < 0
             t_comm = env.now
             if b1 > env.now:
@@ -327,7 +331,12 @@ class TrainModel(LoaderStages, AllReduceStage):
         rec.add(name, "compute", t0, b0, g, d, samples, 0.0, c.forward_j, "forward")
         rec.add(name, "compute", b0, b1, g, d, samples, 0.0, c.backward_j, "backward")
         if comm and t_comm > b1:
-            rec.add(name, "stall_comm", b1, t_comm, g, d)
+            # Waiting for the slowest device's last gradients, then for the all-reduce.
+            t_sync = min(max(all_ready, b1), t_comm)
+            if t_sync > b1:
+                rec.add(name, "stall_sync", b1, t_sync, g, d)
+            if t_comm > t_sync:
+                rec.add(name, "stall_comm", t_sync, t_comm, g, d)
 
     def _trainer(self, d: int) -> Generator[Any, Any, None]:
         env, rec, name = self.env, self.recorder, f"accel{d}"

@@ -1,0 +1,221 @@
+"""SCALE-Sim v3 one layer at a time: where a whole-network run is too slow (32x32 arrays).
+
+SCALE-Sim simulates each layer independently: `simulator.run` builds one `single_layer_sim`
+per topology row, and each builds its own operand matrices (from that row and the .cfg's fixed
+address offsets) and its own fresh `double_buffered_scratchpad` (new read/write buffers, cycle
+count from 0); nothing is carried from one layer to the next. So a one-layer topology gives
+that layer's row of the whole-network COMPUTE_REPORT, and layers with the same topology row give
+the same row. `check_stateless` verifies both on cheap cases before the cache relies on them.
+
+Each run is niced (15), one at a time, under a wall-clock cap and an address-space cap
+(`ulimit -v`), so a layer that SCALE-Sim cannot finish is stopped and recorded as such.
+
+Cache, under results/scalesim_cache/layers/:
+  <net>_<R>x<C>_<dataflow>_<layer>.csv   SCALE-Sim's COMPUTE_REPORT of that layer run alone
+  attempts.csv      key, outcome (done / timeout / memory / error), wall_s, cap_s, mem_cap_gb
+  stateless.csv     the checks behind reusing a run for a layer of the same shape
+  errors.log        the end of SCALE-Sim's stderr for runs that failed
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import resource
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+TOPOLOGIES = HERE / "scalesim_topologies"
+LAYER_CACHE = HERE / "results" / "scalesim_cache" / "layers"
+ATTEMPTS = LAYER_CACHE / "attempts.csv"
+STATELESS = LAYER_CACHE / "stateless.csv"
+NICE = 15
+MEM_CAP_GB = 6.0
+
+
+def topology_rows(net: str) -> tuple[str, list[tuple[str, str]]]:
+    """The topology's header line and (layer name, its whole CSV line), in file order."""
+    lines = [ln for ln in (TOPOLOGIES / f"{net}.csv").read_text().splitlines() if ln.strip()]
+    return lines[0], [(ln.split(",")[0].strip(), ln) for ln in lines[1:]]
+
+
+def shape_of(line: str) -> tuple[str, ...]:
+    """A topology row without its name: what SCALE-Sim's simulation of the layer depends on."""
+    return tuple(f.strip() for f in line.split(",")[1:] if f.strip())
+
+
+def layer_key(net: str, size: int, flow: str, layer: str) -> str:
+    return f"{net}_{size}x{size}_{flow}_{layer}"
+
+
+def _limit_memory() -> None:
+    cap = int(MEM_CAP_GB * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+def run_jobs(python: str, jobs: list[dict], cap_s: float) -> tuple[str, float, list[dict]]:
+    """SCALE-Sim on `jobs` in one niced, capped process: (outcome, wall s, results)."""
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(["nice", "-n", str(NICE), python, str(HERE / "scalesim_run.py")],
+                              input=json.dumps(jobs), capture_output=True, text=True,
+                              timeout=cap_s, preexec_fn=_limit_memory)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.perf_counter() - start, []
+    wall_s = time.perf_counter() - start
+    if done.returncode != 0:
+        memory = "MemoryError" in done.stderr or "Unable to allocate" in done.stderr
+        LAYER_CACHE.mkdir(parents=True, exist_ok=True)
+        with (LAYER_CACHE / "errors.log").open("a") as log:  # why, for the next look
+            log.write(f"--- rc {done.returncode} after {wall_s:.0f} s\n{done.stderr[-3000:]}\n")
+        return ("memory" if memory else "error"), wall_s, []
+    return "done", wall_s, json.loads(done.stdout)
+
+
+def attempts() -> pd.DataFrame:
+    columns = ["key", "outcome", "wall_s", "cap_s", "mem_cap_gb"]
+    return pd.read_csv(ATTEMPTS) if ATTEMPTS.exists() else pd.DataFrame(columns=columns)
+
+
+def _record(key: str, outcome: str, wall_s: float, cap_s: float) -> None:
+    old = attempts()
+    row = pd.DataFrame([{"key": key, "outcome": outcome, "wall_s": round(wall_s, 1),
+                         "cap_s": cap_s, "mem_cap_gb": MEM_CAP_GB}])
+    frame = row if old.empty else pd.concat([old[old["key"] != key], row])
+    LAYER_CACHE.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(ATTEMPTS, index=False)
+
+
+def run_layer(python: str, net: str, size: int, flow: str, layer: str, cfg: str,
+              gemm: bool, cap_s: float) -> str:
+    """One layer alone in SCALE-Sim; its COMPUTE_REPORT cached if it finished. The outcome."""
+    header, rows = topology_rows(net)
+    line = dict(rows)[layer]
+    key = layer_key(net, size, flow, layer)
+    outcome, wall_s, results = run_jobs(
+        python, [{"cfg": cfg, "topology": f"{header}\n{line}\n", "gemm": gemm}], cap_s)
+    if outcome == "done":
+        (LAYER_CACHE / f"{key}.csv").write_text(results[0]["COMPUTE_REPORT"])
+    _record(key, outcome, wall_s, cap_s)
+    return outcome
+
+
+def _report(text: str) -> pd.DataFrame:
+    frame = pd.read_csv(io.StringIO(text), skipinitialspace=True)
+    return frame.loc[:, ~frame.columns.str.startswith("Unnamed")].drop(columns="LayerID")
+
+
+def cached_layer(net: str, size: int, flow: str, layer: str) -> tuple[pd.Series, str] | None:
+    """SCALE-Sim's COMPUTE_REPORT row for `layer` and the layer whose run it is: its own, or,
+    once `check_stateless` has passed, a run of another layer with the same topology row."""
+    candidates = same_shape(net, layer) if stateless_verified() else [layer]
+    for name in candidates:
+        path = LAYER_CACHE / f"{layer_key(net, size, flow, name)}.csv"
+        if path.exists():
+            return _report(path.read_text()).iloc[0], name
+    return None
+
+
+def same_shape(net: str, layer: str) -> list[str]:
+    """`layer` and, after it, the layers of `net` with the same topology row."""
+    _, rows = topology_rows(net)
+    mine = shape_of(dict(rows)[layer])
+    return [layer] + [name for name, line in rows if name != layer and shape_of(line) == mine]
+
+
+def stateless_verified() -> bool:
+    return STATELESS.exists() and bool(pd.read_csv(STATELESS)["identical"].all())
+
+
+def check_stateless(python: str, cases: list[dict], cap_s: float) -> pd.DataFrame:
+    """For each case (cfg, gemm, header, lines A, B): run [A, B, A] in one process and A
+    alone; SCALE-Sim is stateless per layer where all three A rows are identical. A case may
+    instead give `expected`, a row cached from a whole-network run, to match A alone."""
+    rows = []
+    for case in cases:
+        header, a = case["header"], case["a"]
+        jobs = [{"cfg": case["cfg"], "topology": f"{header}\n{a}\n", "gemm": case["gemm"]}]
+        if "b" in case:
+            jobs.append({"cfg": case["cfg"], "topology": f"{header}\n{a}\n{case['b']}\n{a}\n",
+                         "gemm": case["gemm"]})
+        outcome, _, results = run_jobs(python, jobs, cap_s)
+        if outcome != "done":
+            raise RuntimeError(f"stateless check {case['name']}: SCALE-Sim {outcome}")
+        alone = _report(results[0]["COMPUTE_REPORT"])
+        if "b" in case:
+            group = _report(results[1]["COMPUTE_REPORT"])
+            same = group.iloc[0].equals(alone.iloc[0]) and group.iloc[2].equals(alone.iloc[0])
+        else:
+            same = bool((alone.iloc[0].round(6) == case["expected"].round(6)).all())
+        rows.append({"case": case["name"], "identical": same,
+                     "total_cycles_alone": int(alone.iloc[0]["Total Cycles"])})
+    frame = pd.DataFrame(rows)
+    LAYER_CACHE.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(STATELESS, index=False)
+    return frame
+
+
+def approximation(net: str, layer: str, gemm: bool) -> str:
+    """Which of the model's approximations a conv layer meets (none for GEMM form)."""
+    if gemm:
+        return ""
+    _, rows = topology_rows(net)
+    h, w, r, s_, c, f, stride = (int(x) for x in shape_of(dict(rows)[layer])[:7])
+    notes = []
+    if r > 1 or s_ > 1:
+        notes.append(f"{r}x{s_} filter: im2col repeats addresses, found by SCALE-Sim at any "
+                     "copy in its SRAM window, by the model only at its own position")
+    if stride > 1 and ((h - r) % stride or (w - s_) % stride):
+        rows_out = math.ceil((h - r + stride) / stride)
+        notes.append(f"stride {stride} with rounded-up windows ({rows_out} a side, the last "
+                     "past the ifmap): SCALE-Sim skips their -1 addresses, the model counts "
+                     "them as words, so its ifmap stream is longer")
+    return (" - " + "; ".join(notes)) if notes else ""
+
+
+def whole_run_groups(cache: Path, nets: dict[str, bool]) -> list[dict]:
+    """From the whole-network runs cached in `cache`: in each, do the layers that share a
+    topology row get the same COMPUTE_REPORT row (as they must if nothing carries over)?"""
+    rows = []
+    for net in nets:
+        _, layers = topology_rows(net)
+        for path in sorted(cache.glob(f"{net}_*.csv")):
+            report = _report(path.read_text())
+            groups: dict[tuple[str, ...], list[int]] = {}
+            for i, (_, line) in enumerate(layers):
+                groups.setdefault(shape_of(line), []).append(i)
+            repeated = [g for g in groups.values() if len(g) > 1]
+            same = all(report.iloc[g].nunique().max() == 1 for g in repeated)
+            rows.append({"case": f"{path.stem}: {len(repeated)} repeated shapes "
+                         "(whole-network run, cached)", "identical": same,
+                         "total_cycles_alone": None})
+    return rows
+
+
+def run_queue(python: str, queue: list[tuple[int, str, int, str, str, str, bool]],
+              cap_s: float, budget_s: float) -> None:
+    """Run the (estimated lines, net, size, flow, layer, cfg, gemm) jobs smallest first, one at
+    a time, each capped at `cap_s`; start none after `budget_s` of wall time. Skips layers done
+    (or standing in through an identical row) and those that already hit a cap >= `cap_s`."""
+    start = time.perf_counter()
+    for lines, net, size, flow, layer, cfg, gemm in sorted(queue):
+        if cached_layer(net, size, flow, layer) is not None:
+            continue
+        tried = attempts().set_index("key")
+        same = [layer_key(net, size, flow, name) for name in same_shape(net, layer)]
+        if any(k in tried.index and tried.loc[k, "outcome"] != "done"
+               and float(tried.loc[k, "cap_s"]) >= cap_s for k in same):
+            continue
+        key = layer_key(net, size, flow, layer)
+        if time.perf_counter() - start > budget_s:
+            print("budget spent; stopping", flush=True)
+            return
+        began = time.perf_counter()
+        outcome = run_layer(python, net, size, flow, layer, cfg, gemm, cap_s)
+        print(f"{key}: ~{lines} lines, {outcome} in {time.perf_counter() - began:.0f} s",
+              flush=True)
