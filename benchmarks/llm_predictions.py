@@ -131,7 +131,9 @@ def main() -> None:
               "the hierarchical collective over the NICs), with the backward's slowdown by "
               "the collectives. Energy: the rows' device energies plus static power while a "
               "GPU waits (bubble, communication), plus the links' bytes, the NVSwitch chips "
-              "and the NICs; GPU W: each GPU's average power (its part only), of its TDP.",
+              "and the NICs; GPU W: each GPU's average power (its part only), of its TDP. "
+              "Compute runs at the pace of the slowest of the step's GPUs (the GPU class's "
+              "fitted device speed spread, accelsim.sim.straggler).",
               "",
               "| model | system | split | ZeRO | recompute | micro-batch x count | step s | "
               "TP s | DP s | tokens/s | MFU | GB per GPU | J/token | GPU W |",

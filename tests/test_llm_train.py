@@ -268,3 +268,20 @@ def test_zero_refuses_an_allreduce_algorithm_it_would_not_use():
     with pytest.raises(AccelsimError, match="ZeRO >= 1"):
         run_simulation(make_config("llama2_7b", "dgx-a100", mode="train", batch=1, tp=2,
                                    zero=1, allreduce="tree"))
+
+
+def test_the_slowest_gpu_paces_a_decoder_step_and_spread_zero_is_the_nominal_step():
+    """TP 2 without overlap or DP: the spread s scales the step's compute (all but the exposed
+    TP collectives, whose time is the link's) by 1 + s x E[max of 2 normals] = 1 + s/sqrt(pi)."""
+    from dataclasses import replace
+
+    tp2 = layout(CFG, SYSTEM, 2, 1)
+    base = TrainSplit(1, 1, 1024, microbatches=2)
+    nominal = train_step(PLAT, tp2, base, 80e9, SYSTEM)
+    spread = train_step(PLAT, tp2, replace(base, device_spread=0.05), 80e9, SYSTEM)
+    pace = 1 + 0.05 / np.sqrt(np.pi)
+    compute_s = nominal["step_time_s"] - nominal["tp_comm_s"]
+    assert spread["step_time_s"] == pytest.approx(nominal["tp_comm_s"] + pace * compute_s)
+    assert spread["tp_comm_s"] == pytest.approx(nominal["tp_comm_s"])
+    assert train_step(PLAT, tp2, replace(base, device_spread=0.0), 80e9,
+                      SYSTEM)["step_time_s"] == nominal["step_time_s"]

@@ -68,6 +68,7 @@ from accelsim.llm.work import (
     layer_rows,
     linear_rows,
 )
+from accelsim.sim.straggler import expected_max
 from accelsim.workload.work import OPTIMIZER_FLOPS_PER_PARAM
 
 ZERO_STAGES = (0, 1, 2, 3)
@@ -92,6 +93,7 @@ class TrainSplit:
     overlap_dp: bool = True
     bucket_bytes: float = DEFAULT_BUCKET_MIB * MIB
     allreduce: str = "ring"
+    device_spread: float = 0.0  # relative std of step time between GPUs (`sim.straggler`)
 
     def check(self) -> None:
         if self.zero not in ZERO_STAGES:
@@ -202,6 +204,11 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
     split.check()
     work, gemms = _micro_rows(plat, split)
     done = cost_frames(plat, work.drop(columns="shape"), gemms).assign(shape=work["shape"])
+    # Every GPU of the step is synchronised (TP each layer, PP each micro-batch, DP each step):
+    # the slowest of them paces its compute (`accelsim.sim.straggler`). NB: energies stay the
+    # nominal die's (the dies' spread averages out); the others' wait is static power below.
+    pace = 1.0 + split.device_spread * expected_max(lay.gpus * split.dp)
+    done["time_s"] = done["time_s"] * pace
     by = done.groupby(["shape", "phase"])[["time_s", "energy_j"]].sum()
 
     def part(shape: int, phase: str, col: str = "time_s") -> float:
@@ -217,6 +224,7 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
     compute_s = (m + pp - 1) * stage_s
     params = _params_per_gpu(plat, lay)
     opt_s, opt_j = _optimizer(plat, params / (split.dp if split.zero >= 1 else 1))
+    opt_s *= pace
     window_s = bwd[1] + tp["backward_s"]  # the last micro-batch's backward on the stage
     backward = done[(done["shape"] == 0) & (done["phase"] == "backward")]
     # The window in backward order: the ends (LM head, loss), then each layer with its TP

@@ -8,6 +8,7 @@ split, and the step's figures from `accelsim.llm.train`, or why the split does n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from accelsim.devices.software import DEFAULT
@@ -18,10 +19,11 @@ from accelsim.interconnect.nccl import AUTO
 from accelsim.llm.costs import Platform
 from accelsim.llm.parallel import Layout, replicas
 from accelsim.llm.train import TrainSplit, train_step
-from accelsim.sim.straggler import class_spread
+from accelsim.sim.straggler import MAX_SPREAD, class_spread, expected_max
 
 # the pipeline's training knobs a decoder's step takes (`accelsim.sim.knobs`)
-PIPELINE_KNOBS = ("accumulate", "bucket_mb", "overlap_allreduce", "allreduce", "nodes")
+PIPELINE_KNOBS = ("accumulate", "bucket_mb", "overlap_allreduce", "allreduce", "nodes",
+                  "device_spread")
 
 
 def _split(cfg: Any, lay: Layout, system: Any, seq: int) -> TrainSplit:
@@ -50,6 +52,18 @@ def _split(cfg: Any, lay: Layout, system: Any, seq: int) -> TrainSplit:
                       float(t.get("bucket_mb", DEFAULT_BUCKET_MIB)) * MIB, algo)
 
 
+def _spread(cfg: Any, plat: Platform) -> float:
+    """The device speed spread: the knob's, else the GPU class's fitted value."""
+    given = cfg.train.get("device_spread")
+    if given is None:
+        return class_spread(plat.profile)[0]
+    if isinstance(given, bool) or not isinstance(given, int | float) or not (
+            0 <= given < MAX_SPREAD):
+        raise AccelsimError(f"knob 'device_spread' = {given!r}: expected a relative spread in "
+                            f"[0, {MAX_SPREAD})")
+    return float(given)
+
+
 def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_bytes: float,
                  notes: list[str]) -> dict[str, Any]:
     """The record of a decoder training run (`accelsim.llm.run`): the step's figures, or why
@@ -65,17 +79,18 @@ def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_by
     if seq > model.context:
         raise AccelsimError(f"seq_len {seq:,} exceeds {model.name}'s context of "
                             f"{model.context:,} tokens")
-    split = _split(cfg, lay, system, seq)
+    split = replace(_split(cfg, lay, system, seq), device_spread=_spread(cfg, plat))
     out = train_step(plat, lay, split, capacity_bytes, system)
     mem = out.pop("memory")
     records = out.pop("records")
     notes += out.pop("energy_notes")
-    if out["devices"] > 1 and class_spread(plat.profile)[0] > 0:
-        # NB: the image pipeline's slowest-of-N loss (`accelsim.sim.straggler`) is not applied
-        # to the closed-form decoder step.
-        notes.append("device speed spread not modelled for decoder training: every GPU runs "
-                     "at the nominal speed (the storage pipeline's training charges the "
-                     "slowest of N)")
+    if out["devices"] > 1:
+        fitted, line = class_spread(plat.profile)
+        if split.device_spread != fitted:
+            line = f"step-time spread between devices {split.device_spread:.2%} (as given)"
+        notes.append(f"{line}; the slowest of {out['devices']} devices takes "
+                     f"x{1 + split.device_spread * expected_max(out['devices']):.4g} the "
+                     "nominal compute time")
     record: dict[str, Any] = {
         "workload": {"name": cfg.scenario.name, "mode": "train",
                      "batch_size": split.micro_batch, "precision": plat.precision,
