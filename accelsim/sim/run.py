@@ -71,7 +71,8 @@ class TrainResult:
     run_time_s: float
     throughput_samples_per_s: float
     step_time_s: float  # mean over steps after the first
-    compute_time_per_step_s: float  # forward + backward + optimizer at the full batch
+    compute_time_per_step_s: float  # forward + backward + optimizer at the full batch, on the
+    # nominal device (the slowest takes `straggler` times more)
     allreduce_time_s: float  # all gradients in one message, closed form (0: no all-reduce)
     allreduce_algorithm: str | None  # None: no all-reduce (one device)
     comm_link: str | None  # None: one device, no all-reduce
