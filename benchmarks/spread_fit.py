@@ -58,6 +58,27 @@ def fold_table(table: pd.DataFrame, cases: dict, throughput: Callable[[object], 
     return pd.DataFrame(out)
 
 
+def leave_one_out(table: pd.DataFrame, cases: dict, throughput: Callable[[object], float],
+                  key: str) -> pd.DataFrame:
+    """Each row predicted at the spread fitted on the rows of every other `key` value (leave
+    one system / model out), pooled: one row per value, and "all" over every row."""
+    err = pd.Series(index=table.index, dtype=float)
+    spreads = {}
+    for value in table[key].unique():
+        sel = table[key] == value
+        spread = max(float(median(implied_spread(table[~sel]))), 0.0) if (~sel).any() else 0.0
+        spreads[value] = spread
+        for i, r in zip(table.index[sel], table[sel].itertuples(), strict=True):
+            err[i] = (throughput(replace(cases[r.id], spread=spread))
+                      / (r.gpus * throughput(cases[r.one_gpu_row]))) - r.measured
+    out = [{"held out": f"{key} {v}", "spread fitted on the rest": spreads[v],
+            "rows": int((table[key] == v).sum()), "median": _points(err[table[key] == v])}
+           for v in spreads]
+    out.append({"held out": f"every {key}, pooled", "spread fitted on the rest": float("nan"),
+                "rows": len(table), "median": _points(err)})
+    return pd.DataFrame(out)
+
+
 def spread_lines(table: pd.DataFrame, cases: dict, throughput: Callable[[object], float]
                  ) -> list[str]:
     stored = load_efficiency("collectives")["fitted.device_speed_spread.gpu"]
@@ -71,4 +92,12 @@ def spread_lines(table: pd.DataFrame, cases: dict, throughput: Callable[[object]
            "|---|---|---|---|---|---|"]
     for r in folds.itertuples():
         out.append(f"| {r[1]} | {r.spread:.2%} | {r[3]} | {r[4]} | {r[5]} | {r[6]} |")
+    out += ["", "Leave one out (each row predicted at the spread fitted on the rows of the other "
+            "systems, or of the other model; held out):", "",
+            "| held out | spread fitted on the rest | rows | median abs error (points) |",
+            "|---|---|---|---|"]
+    for key in ("system", "model"):
+        for r in leave_one_out(table, cases, throughput, key).itertuples(index=False):
+            spread = "" if r[1] != r[1] else f"{r[1]:.2%}"  # NaN: the pooled row
+            out.append(f"| {r[0]} | {spread} | {r[2]} | {r[3]} |")
     return out
