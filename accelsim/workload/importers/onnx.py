@@ -4,18 +4,19 @@
     graph = read_graph(Path("bert.onnx"), seq_len=256)   # a symbolic sequence dimension
     weights = read_weights(Path("net.onnx"))             # {op name: {param: array}}
 
-The file is loaded, checked (`onnx.checker`) and its input dimensions resolved: dimension 0 of
-every input is the batch (symbolic or fixed, it is stripped: the graph is per sample), other
-symbolic dimensions are a sequence length (`seq_len`) or an image size (`image_size`), from the
-knobs or their defaults in `KNOBS`; any other symbolic dimension is an error. Shapes are
-inferred (`onnx.shape_inference`, with data propagation) and each node is mapped onto the op
-vocabulary (`onnx_nodes`, after the folds of `onnx_patterns`); nodes whose inputs are all
-constants are evaluated (`onnx.reference`) and vanish. A node that cannot be mapped becomes an
-`unmapped` op with the shape ONNX infers for it: it is listed by `unsupported_ops`, never costed
-at zero and never dropped. Parameters are the initialisers that ops use as weights (conv and
-linear weights and biases, norm scales and shifts, embedding tables, tensor operands of
-elementwise ops), each counted once: a linear layer that reuses another op's weight is tied to
-it. Batchnorm running statistics are not parameters; they come with the weights.
+The file is loaded, checked (`onnx.checker`) and its input dimensions resolved (`onnx_inputs`):
+dimension 0 of every input is the batch (symbolic or fixed, it is stripped: the graph is per
+sample), other symbolic dimensions are a sequence length (`seq_len`) or an image size
+(`image_size`), from the knobs or their defaults in `KNOBS`; any other symbolic dimension is an
+error. Shapes are inferred (`onnx.shape_inference`, with data propagation) and each node is
+mapped onto the op vocabulary (`onnx_nodes`, after the folds of `onnx_patterns`); nodes whose
+inputs are all constants are evaluated (`onnx.reference`) and vanish. A node that cannot be
+mapped becomes an `unmapped` op with the shape ONNX infers for it: it is listed by
+`unsupported_ops`, never costed at zero and never dropped. Parameters are the initialisers that
+ops use as weights (conv and linear weights and biases, norm scales and shifts, embedding
+tables, tensor operands of elementwise ops), each counted once: a linear layer that reuses
+another op's weight is tied to it. Batchnorm running statistics are not parameters; they come
+with the weights.
 
 NB: ONNX cannot tell a tied weight from two equal ones that an exporter merged (PyTorch merges
 equal initialisers): an initialiser that two linear or embedding ops use as their weight is
@@ -36,23 +37,16 @@ from typing import Any
 
 import numpy as np
 import onnx
-from google.protobuf.message import DecodeError
 from onnx import NodeProto, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from accelsim.errors import AccelsimError, ShapeError
 from accelsim.workload.graph import Graph, GraphBuilder
+from accelsim.workload.importers.onnx_inputs import KNOBS, first_line, resolve_inputs
+from accelsim.workload.importers.onnx_inputs import load_model as _load
 from accelsim.workload.importers.onnx_nodes import MAPPERS, Unmapped
 from accelsim.workload.importers.onnx_patterns import Fold, find_folds
 from accelsim.workload.ops import OpKind, Shape
-
-# Input knobs: symbolic dimensions other than the batch, and their defaults (those of the zoo).
-KNOBS: dict[str, int] = {"seq_len": 128, "image_size": 224}
-_SEQ_WORDS = ("seq", "len", "token", "time", "step", "sentence", "word")
-_IMAGE_WORDS = ("height", "width", "size", "image")
-_FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
-                onnx.TensorProto.DOUBLE}
-_TWO_GB = 2**31
 
 
 @dataclass(frozen=True)
@@ -92,11 +86,11 @@ def _cached_import(path_text: str, mtime_ns: int, knob_items: tuple[tuple[str, i
     del mtime_ns  # part of the cache key only: an edited file is imported again
     path, knobs = Path(path_text), dict(knob_items)
     model = _load(path)
-    batch, inputs = _resolve_inputs(path, model, knobs)
+    batch, inputs = resolve_inputs(path, model, knobs)
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     except Exception as err:  # noqa: BLE001 - onnx raises several types; all are bad input
-        raise AccelsimError(f"{path}: ONNX shape inference failed: {_first_line(err)}") from None
+        raise AccelsimError(f"{path}: ONNX shape inference failed: {first_line(err)}") from None
     im = Importer(path, inferred, batch, inputs, knobs)
     im.run()
     for params in im.weights.values():
@@ -104,96 +98,6 @@ def _cached_import(path_text: str, mtime_ns: int, knob_items: tuple[tuple[str, i
             if isinstance(array, np.ndarray):
                 array.flags.writeable = False
     return Imported(im.build(), im.weights)
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip() or type(err).__name__
-    return text.splitlines()[0][:300]
-
-
-def _load(path: Path) -> onnx.ModelProto:
-    if path.is_dir():
-        raise AccelsimError(f"{path}: is a directory, not an ONNX model file")
-    try:
-        model = onnx.load(str(path))
-    except DecodeError as err:
-        raise AccelsimError(f"{path}: not an ONNX model (protobuf: {_first_line(err)})") from None
-    except (OSError, ValueError, RuntimeError) as err:
-        raise AccelsimError(f"{path}: cannot read the ONNX model: {_first_line(err)}") from None
-    if not model.graph.node:
-        raise AccelsimError(f"{path}: not an ONNX model (no graph nodes in it)")
-    try:
-        onnx.checker.check_model(model if model.ByteSize() < _TWO_GB else str(path))
-    except (onnx.checker.ValidationError, ValueError) as err:
-        raise AccelsimError(f"{path}: invalid ONNX model: {_first_line(err)}") from None
-    return model
-
-
-def _dim_knob(input_rank: int, pos: int, param: str, is_float: bool) -> str | None:
-    """Which knob sets a symbolic dimension (not the batch): by its name, else its place."""
-    low = param.lower()
-    if any(w in low for w in _SEQ_WORDS):
-        return "seq_len"
-    if any(w in low for w in _IMAGE_WORDS) or low in ("h", "w"):
-        return "image_size"
-    if is_float and input_rank in (4, 5) and pos >= 2:
-        return "image_size"  # (N, C, H, W) or (N, C, D, H, W)
-    if input_rank in (2, 3) and pos == 1:
-        return "seq_len"  # (N, S) token ids or (N, S, D) hidden states
-    return None
-
-
-def _resolve_inputs(path: Path, model: onnx.ModelProto, knobs: dict[str, int]
-                    ) -> tuple[int, list[tuple[str, Shape, str]]]:
-    """Fix every input dimension in `model` (in place): the batch and the knobs' dimensions.
-    Returns the batch used for inference and the inputs as (name, full shape, dtype)."""
-    inits = {t.name for t in model.graph.initializer}
-    real = [v for v in model.graph.input if v.name not in inits]
-    fixed_batches = set()
-    for v in real:
-        if not v.type.HasField("tensor_type") or not v.type.tensor_type.HasField("shape"):
-            raise AccelsimError(f"{path}: input '{v.name}' is not a tensor of known rank")
-        dims = v.type.tensor_type.shape.dim
-        if not dims:
-            raise AccelsimError(f"{path}: input '{v.name}' is a scalar: it has no batch "
-                                "dimension (accelsim reads batch-first models)")
-        if dims[0].HasField("dim_value") and dims[0].dim_value > 0:
-            fixed_batches.add(dims[0].dim_value)
-    if len(fixed_batches) > 1:
-        raise AccelsimError(f"{path}: inputs have different fixed batch sizes "
-                            f"{sorted(fixed_batches)}")
-    # NB: a symbolic batch is inferred at 1; the per-sample graph does not depend on it.
-    batch = fixed_batches.pop() if fixed_batches else 1
-    used: set[str] = set()
-    out = []
-    for v in real:
-        tt = v.type.tensor_type
-        is_float = tt.elem_type in _FLOAT_TYPES
-        dims = tt.shape.dim
-        full = [batch]
-        dims[0].dim_value = batch
-        for pos in range(1, len(dims)):
-            d = dims[pos]
-            if d.HasField("dim_value") and d.dim_value > 0:
-                full.append(d.dim_value)
-                continue
-            knob = _dim_knob(len(dims), pos, d.dim_param, is_float)
-            if knob is None:
-                raise AccelsimError(
-                    f"{path}: input '{v.name}' dimension {pos} ('{d.dim_param or '?'}') is "
-                    "symbolic; accelsim sets the batch (dimension 0: --batch), a sequence "
-                    "length (--seq-len) and an image size (--image-size), not this one: export "
-                    "the model with it fixed")
-            used.add(knob)
-            d.dim_value = knobs.get(knob, KNOBS[knob])  # NB: H and W alike: square images
-            full.append(d.dim_value)
-        out.append((v.name, tuple(full), "float" if is_float else "index"))
-    unused = sorted(set(knobs) - used)
-    if unused:
-        shapes = ", ".join(f"{n} {s[1:]}" for n, s, _ in out)
-        raise AccelsimError(f"{path}: {', '.join(unused)} given, but the model has no symbolic "
-                            f"dimension it sets (per-sample inputs: {shapes})")
-    return batch, out
 
 
 def _onnx_shape(v: onnx.ValueInfoProto) -> tuple[int | None, ...] | None:
@@ -361,7 +265,7 @@ class Importer:
             outs = ev.run(None, {i: self.consts[i] for i in node.input if i})
         except Exception as err:  # noqa: BLE001 - any failure of the reference kernels
             raise AccelsimError(f"{self.path}: {self.where(node)} has constant inputs but could "
-                                f"not be evaluated: {_first_line(err)}") from None
+                                f"not be evaluated: {first_line(err)}") from None
         alias = node.op_type in ("Identity", "Transpose", "Cast", "Reshape", "Squeeze",
                                  "Unsqueeze", "Flatten")
         for name, value in zip(node.output, outs, strict=False):
