@@ -19,7 +19,7 @@ from accelsim.interconnect.nccl import AUTO
 from accelsim.llm.costs import Platform
 from accelsim.llm.parallel import Layout, replicas
 from accelsim.llm.train import TrainSplit, train_step
-from accelsim.sim.straggler import MAX_SPREAD, class_spread, expected_max
+from accelsim.sim.straggler import SPREAD_RANGE, class_spread, expected_max, is_spread
 
 # the pipeline's training knobs a decoder's step takes (`accelsim.sim.knobs`)
 PIPELINE_KNOBS = ("accumulate", "bucket_mb", "overlap_allreduce", "allreduce", "nodes",
@@ -57,10 +57,8 @@ def _spread(cfg: Any, plat: Platform) -> float:
     given = cfg.train.get("device_spread")
     if given is None:
         return class_spread(plat.profile)[0]
-    if isinstance(given, bool) or not isinstance(given, int | float) or not (
-            0 <= given < MAX_SPREAD):
-        raise AccelsimError(f"knob 'device_spread' = {given!r}: expected a relative spread in "
-                            f"[0, {MAX_SPREAD})")
+    if not is_spread(given):
+        raise AccelsimError(f"knob 'device_spread' = {given!r}: {SPREAD_RANGE}")
     return float(given)
 
 

@@ -42,7 +42,7 @@ from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB
 from accelsim.interconnect.collectives import ALGORITHMS
 from accelsim.interconnect.nccl import AUTO, check_algorithm
 from accelsim.sim.decode import DecodePlan, decode_plan
-from accelsim.sim.straggler import MAX_SPREAD, class_spread
+from accelsim.sim.straggler import SPREAD_RANGE, class_spread, is_spread
 from accelsim.sim.system import GDS_STORAGE_KINDS, System
 from accelsim.storage.datasets import Dataset, load_dataset
 from accelsim.storage.media import StorageMedium, load_storage
@@ -234,9 +234,8 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
         raise _bad("bucket_mb", bucket_mb, "expected a bucket size in MiB, > 0")
     accumulate = _whole("accumulate", cfg.accumulate, 1)
     spread = cfg.device_spread
-    if spread is not None and (isinstance(spread, bool) or not isinstance(spread, int | float)
-                               or not 0 <= spread < MAX_SPREAD):
-        raise _bad("device_spread", spread, f"expected a relative spread in [0, {MAX_SPREAD})")
+    if spread is not None and not is_spread(spread):
+        raise _bad("device_spread", spread, SPREAD_RANGE)
     if is_stack_file(cfg.software):
         check_software(cfg.software)  # ConfigError naming the stack file, field and value
     elif cfg.software not in software_choices():

@@ -75,14 +75,22 @@ def expected_max(n: int) -> float:
         cdf_pow = np.nan_to_num(np.exp((n - 1) * _log(_CDF)))
     return float(np.trapezoid(_Z * n * cdf_pow * _PDF, _Z))
 
+SPREAD_RANGE = f"expected a relative spread in [0, {MAX_SPREAD})"
+
+
+def is_spread(value: object) -> bool:
+    """Whether `value` is a device speed spread the model takes: a number in [0, MAX_SPREAD)."""
+    return (not isinstance(value, bool) and isinstance(value, int | float)
+            and 0.0 <= value < MAX_SPREAD)
+
 
 def device_slowdowns(n_local: int, n_total: int, spread: float) -> tuple[float, ...]:
     """Step-time factor of each of the `n_local` simulated devices, ascending.
 
     One node of a multi-node run is simulated; it stands for the node holding the slowest of
     all `n_total` devices. NB: its other devices take one node's order statistics."""
-    if not 0.0 <= spread < MAX_SPREAD:
-        raise ValueError(f"device speed spread must be in [0, {MAX_SPREAD}), not {spread}")
+    if not is_spread(spread):
+        raise ValueError(f"device speed spread {spread!r}: {SPREAD_RANGE}")
     if n_local < 1 or n_total < n_local:
         raise ValueError(f"devices: {n_local} simulated of {n_total} in all")
     if spread == 0.0:
@@ -101,10 +109,9 @@ def class_spread(profile: Any) -> tuple[float, str]:
     if value is None:
         return 0.0, (f"device speed spread of class '{device_class}' not known: every device "
                      "taken as fast as the nominal one (no slowest-device loss)")
-    if not 0.0 <= float(value) < MAX_SPREAD:
+    if not is_spread(value):
         raise ConfigError("hw_profiles/efficiency/collectives.toml",
-                          f"fitted.device_speed_spread.{device_class}", value,
-                          f"a device speed spread must be in [0, {MAX_SPREAD})")
+                          f"fitted.device_speed_spread.{device_class}", value, SPREAD_RANGE)
     return float(value), (f"slowest of the devices sets each synchronised step: step-time "
                           f"spread {value:.2%} between devices of class '{device_class}' "
                           "(fitted, hw_profiles/efficiency/collectives.toml)")
