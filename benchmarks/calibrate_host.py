@@ -7,9 +7,11 @@ Writes results/calibrate_host.md and the calibrated profiles to results/calibrat
    the storage profile of this host.
 2. Measure the real numpy kernels here (`describe --execute --time`'s function: each layer's
    least time over 5 forward passes, summed; that whole measurement repeated `--reps` times and
-   the median kept, the spread reported as noise) for resnet50 and bert_base at batch 1 in fp32
-   and bf16, and a GEMM sweep (linear layers of sizes that are not calibration cases, from a
-   GEMV-like M = 1 to M = 768, in fp32, bf16 and int8).
+   the least kept, as calibration keeps the least of its passes over the same forward-pass
+   timing (`cases.time_case`), the spread reported as noise, the load average beside it)
+   for resnet50 and bert_base at batch 1 in fp32 and bf16, and a GEMM sweep (linear layers
+   of sizes that are not calibration cases, from a GEMV-like M = 1 to M = 768, in fp32, bf16
+   and int8).
 3. Predict each with the device model: before = the built-in CPU profile nearest this host
    (`host.nearest_builtin`, by vendor and ISA) with its default stack; hardware only = the
    calibrated CPU profile with the default stack; after = the calibrated profile and stack.
@@ -39,7 +41,7 @@ from pathlib import Path
 RESULTS = Path(__file__).parent / "results"
 OUT = RESULTS / "calibrate_host.md"
 PROFILES = RESULTS / "calibrate_host"
-REPEATS = 5
+REPEATS = 5  # forward passes per measurement: accelsim.calibrate.cases.FORWARD_PASSES
 CPU_TIME = [True]  # set from --wall-clock
 NETWORKS = (("resnet50", {}, "fp32"), ("resnet50", {}, "bf16"),
             ("bert_base", {"seq_len": 128}, "fp32"), ("bert_base", {"seq_len": 128}, "bf16"))
@@ -55,13 +57,25 @@ NOTE = ("NB: the model is a BLAS's (accelsim/devices/cpu_blas.py: micro-tile qua
         "loop (no BLAS, no micro-tile, one thread), so the numpy stack carries a "
         "`quantize_int8` figure ((M x K + K x N) x 4 fp32 bytes per call at a fitted fraction "
         "of the DRAM bandwidth) beside `gemm_int8` (a per-MAC rate; accelsim/devices/cpu.py "
-        "`quantize_bytes`). Left: temporaries above glibc's mmap threshold (32 MiB at most) "
-        "are fresh pages faulted in on every call and (a guess, not traced) freed heap above "
-        "glibc's trim threshold is handed back and faulted in again (seen here with "
-        "getrusage: 1000-1700 minor faults per bf16 call of 32x2048x2048, 1x1024x4096 and "
-        "768x3072x768 in a forward pass, none for 16x3072x768; int8's float64 temporaries "
-        "pass 32 MiB from 4.2 M weights, as in 1x1024x4096 and 32x2048x2048), which no term "
-        "of the model prices, so those rows run slower than predicted.")
+        "`quantize_bytes`). Per-call temporaries of 32 MiB and more (glibc's largest mmap "
+        "threshold: int8's float64 copies of 4.2 M weights, as in 32x2048x2048 and "
+        "1x1024x4096) are fresh pages every call, priced at the measured time per fresh page "
+        "(accelsim/devices/cpu_alloc.py; about 5 ms of those rows). Traced "
+        "(benchmarks/calibrate_faults.py, results/calibrate_faults.md): the minor faults seen "
+        "per call (1000-3500) stay when glibc's mmap and heap trimming are turned off, and "
+        "the time does not drop with them, so fresh pages explain none of the earlier misses "
+        "beyond that term. Two things moved these rows besides: the calibration timed its cases "
+        "by another protocol than the sweep (a small op's least of up to 200 back-to-back "
+        "calls, weights copied warm, against the least of 5 forward passes; both now time "
+        "matmuls by `kernels.execute.time_graph`), and the host's speed drifts (up to 2x over "
+        "minutes with no steal time; process CPU time does not filter it out: the host speed "
+        "column). The cost per element of numpy's element passes (the weight casts, the int8 "
+        "quantisation, an fp32 GEMV's stream) grows with their working set (the table below), "
+        "so calibration measures each pass at 2^17 to 2^24 elements and writes the table into "
+        "the stack (`[cpu_passes]`, accelsim/devices/cpu_passes.py); the CPU model interpolates "
+        "it (log-log, clamped at the ends) at each pass's working set, and the fit no longer "
+        "fits what the tables price (the cast share of `pack_<p>`, `quantize_int8`, and "
+        "`gemv_<p>` where every GEMV case is table-priced).")
 
 
 def _parse() -> argparse.Namespace:
@@ -83,16 +97,22 @@ def _gemm_graph(m: int, k: int, n: int):  # noqa: ANN202 - a Graph
     return g.build(), m
 
 
-def _row(label: str, graph, batch: int, precision: str, setups: dict) -> dict:  # noqa: ANN001
+def _row(label: str, graph, batch: int, precision: str, setups: dict,  # noqa: ANN001
+         cal_probe: dict) -> dict:
+    from accelsim.calibrate.probe import host_speed_probe_s
     from accelsim.calibrate.timing import measure_beside_prediction, predicted_layers_s
 
+    load = os.getloadavg()[0]
+    clock = time.process_time if CPU_TIME[0] else time.perf_counter
+    probe = host_speed_probe_s(clock=clock)
+    speed = {k: probe[k] / cal_probe[k] for k in cal_probe}
     runs = [measure_beside_prediction(graph, batch, precision, repeats=REPEATS,
                                       cpu_time=CPU_TIME[0]) for _ in range(REPS[0])]
     totals = [r[0]["measured_time_s"] for r in runs]
-    median = sorted(totals)[len(totals) // 2]
-    per_layer = runs[totals.index(median)][1]  # the layers of the median run
-    row = {"workload": label, "precision": precision, "batch": batch, "measured_s": median,
-           "spread": (max(totals) - min(totals)) / median}
+    least = min(totals)
+    per_layer = runs[totals.index(least)][1]  # the layers of the least run
+    row = {"workload": label, "precision": precision, "batch": batch, "measured_s": least,
+           "spread": (max(totals) - least) / least, "load": load, "speed": speed}
     for name, (hw, software) in setups.items():
         predicted = predicted_layers_s(graph, batch, precision, hw, software)
         row[name] = float(predicted.sum())
@@ -117,11 +137,12 @@ def main() -> None:
     args = _parse()
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.blas_threads)
-    from accelsim.calibrate.cases import kernel_cases
+    from accelsim.calibrate.cases import FORWARD_PASSES, kernel_cases
     from accelsim.calibrate.host import host_facts, nearest_builtin
     from accelsim.calibrate.run import calibrate
     from accelsim.workload.zoo import build_model
 
+    assert REPEATS == FORWARD_PASSES, "the sweep times as calibration does"
     load_start = os.getloadavg()[0]
     start_s = time.perf_counter()
     CPU_TIME[0] = not args.wall_clock
@@ -134,12 +155,18 @@ def main() -> None:
     hw, sw = str(cal.files["cpu"]), str(cal.files["software"])
     setups = {"before": (builtin, "default"), "hardware_only": (hw, "default"),
               "after": (hw, sw)}
-    rows = [_row(name, build_model(name, **knobs), 1, precision, setups)
+    probe = cal.summary["host_speed_probe_s"]
+    rows = [_row(name, build_model(name, **knobs), 1, precision, setups, probe)
             for name, knobs, precision in NETWORKS]
-    for precision in SWEEP_PRECISIONS:
-        for m, k, n in SWEEP:
-            graph, batch = _gemm_graph(m, k, n)
-            rows.append(_row(f"GEMM {m}x{k}x{n}", graph, batch, precision, setups))
+    # NB: measured size-major, precisions inner (a burst of other work then spoils a few rows
+    # of each precision, not one precision's), shown precision-major
+    sweep = {}
+    for m, k, n in SWEEP:
+        graph, batch = _gemm_graph(m, k, n)
+        for precision in SWEEP_PRECISIONS:
+            sweep[precision, (m, k, n)] = _row(f"GEMM {m}x{k}x{n}", graph, batch, precision,
+                                               setups, probe)
+    rows += [sweep[p, mkn] for p in SWEEP_PRECISIONS for mkn in SWEEP]
     load_end = os.getloadavg()[0]
     s = cal.summary
     cal_gemms = ", ".join(c.name.removeprefix("gemm_") for c in kernel_cases("full")
@@ -161,7 +188,11 @@ def main() -> None:
         f"Calibration took {calibrate_s:.0f} s (`accelsim calibrate`, profiles in "
         f"`{PROFILES.relative_to(RESULTS.parent)}/`): fp32 vector peak "
         f"{s['fp32_vector_peak_flops_per_s'] / 1e9:.0f} GFLOP/s (derived from the clock), "
-        f"memory stream {s['stream_bytes_per_s'] / 1e9:.1f} GB/s, numpy dispatch "
+        f"memory stream {s['stream_bytes_per_s'] / 1e9:.1f} GB/s, "
+        + (f"a fresh 4 KiB page {s['allocator']['fresh_page_s'] * 1e6:.2f} us (glibc: "
+           f"temporaries of {s['allocator']['mmap_threshold_bytes'] >> 20} MiB and more are "
+           "fresh pages every call), " if s["allocator"] else "")
+        + "numpy dispatch "
         f"{s['numpy']['per_kernel_s'] * 1e6:.1f} us per op, median |fit error| on the "
         f"calibration cases (in-sample) {s['numpy']['median_abs_fit_error']:.0%}; disk "
         f"{s['disk']['read_bandwidth_bytes_per_s'] / 1e6:.0f} MB/s, "
@@ -174,11 +205,16 @@ def main() -> None:
         f"Before: built-in `{builtin}` (nearest by vendor and ISA), default stack "
         "(`pytorch-eager`). Hardware only: the calibrated CPU profile, default stack. After: "
         "the calibrated profile and the `numpy-host` stack. Times in ms for one forward pass "
-        f"(measured: each layer's least of {REPEATS} passes, summed; the median of "
-        f"{REPS[0]} such measurements, their spread (max - min) / median in the noise "
-        "column); the error is predicted / measured - 1. Layer error: median over layers of "
-        "|error|, and weighted by each layer's share of the measured time (after "
-        "calibration).",
+        f"(measured: each layer's least of {REPEATS} forward passes, summed; the least of "
+        f"{REPS[0]} such measurements, as calibration keeps the least of its passes; their "
+        "spread (max - least) / least in the noise column, the 1-minute load average when "
+        "the row started beside it). Host speed: the time of two fixed probes (1 M fp32 "
+        "values rounded to bf16 and back; a 256^3 fp32 sgemm; `calibrate.probe."
+        "host_speed_probe_s`) before the row over their time during calibration (above 1: "
+        "the host ran slower than when it was calibrated; a diagnostic, nothing is scaled "
+        "by it); the error is predicted / measured - 1. Layer error: "
+        "median over layers of |error|, and weighted by each layer's share of the measured "
+        "time (after calibration).",
         "",
         f"In the calibration set (in-sample): GEMMs (M x K x N) {cal_gemms}, at fp32, fp16, "
         "bf16 and int8, beside convolutions, attention, vector and stream ops "
@@ -188,14 +224,15 @@ def main() -> None:
         "GEMM, attention, softmax and layernorm at sequence 128), so their rows are only "
         "partly held out.",
         "",
-        "| workload | precision | batch | measured ms | noise | before ms | hardware only ms | "
-        "after ms | layer error median / weighted |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| workload | precision | batch | measured ms | noise | load | host speed cast / "
+        "sgemm | before ms | hardware only ms | after ms | layer error median / weighted |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         lines.append(
             f"| {r['workload']} | {r['precision']} | {r['batch']} | "
-            f"{r['measured_s'] * 1e3:.2f} | {r['spread']:.0%} | "
+            f"{r['measured_s'] * 1e3:.2f} | {r['spread']:.0%} | {r['load']:.1f} | "
+            f"{r['speed']['cast']:.2f} / {r['speed']['sgemm']:.2f} | "
             f"{_err(r['before'], r['measured_s'])} | "
             f"{_err(r['hardware_only'], r['measured_s'])} | {_err(r['after'], r['measured_s'])}"
             f" | {r['layer_median_err']:.0%} / {r['layer_weighted_err']:.0%} |")
@@ -209,10 +246,24 @@ def main() -> None:
             f"- {group}: after calibration {sum(e <= 0.15 for e in after)} of {len(picked)} "
             f"within 15% (target), median |error| {_median(after):.0%}, worst {max(after):.0%};"
             f" before: median {_median(before):.0%}, worst {max(before):.0%}.")
+    steady = [r for r in rows if all(abs(v - 1) <= 0.15 for v in r["speed"].values())]
+    hit = sum(abs(r["after"] / r["measured_s"] - 1) <= 0.15 for r in steady)
+    lines.append(f"- Rows whose host speed probes were both within 15% of calibration's: "
+                 f"{len(steady)} of {len(rows)}, of which {hit} within 15% after calibration "
+                 "(a diagnostic of the host's drift, not a different target).")
     spread = [r["spread"] for r in rows]
     lines.append(f"- Noise: the spread of the {REPS[0]} repeated measurements per row was "
                  f"median {_median(spread):.0%}, worst {max(spread):.0%}.")
     lines += ["", NOTE]
+    passes = s.get("element_passes_ns_per_element") or {}
+    if passes:
+        sizes = list(next(iter(passes.values())))
+        lines += ["", "Element passes measured by calibration (ns per element, by fp32 working "
+                  "set; the stack's `[cpu_passes]` tables):", "",
+                  "| pass | " + " | ".join(f"{int(w) / 2**20:g} MiB" for w in sizes) + " |",
+                  "| --- |" + " --- |" * len(sizes)]
+        lines += [f"| {name} | " + " | ".join(f"{v:.2f}" for v in t.values()) + " |"
+                  for name, t in passes.items()]
     torch_s = s["pytorch"]
     if "skipped" not in torch_s:
         lines += ["", f"PyTorch {torch_s['version']} calibrated as a second stack "

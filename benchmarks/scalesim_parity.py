@@ -8,8 +8,11 @@ Run: python benchmarks/scalesim_parity.py [--check-stateless] [--layers CAP_S] [
            index in its own virtualenv, with numpy<2 and pandas<2.3, see scalesim_run.py),
            through `scalesim_run.py`; on the 32x32 arrays use --layers instead
   --check-stateless  verifies that SCALE-Sim keeps no state between layers (scalesim_layers.py)
+  --check-whole NET_SIZE_FLOW  a whole-network run of the patched SCALE-Sim vs the one-layer
+           runs cached for it (e.g. bert_base_32_ws)
   --layers CAP_S     runs the 32x32 layers not yet cached, one layer per SCALE-Sim run,
-           smallest first, each capped at CAP_S s and 6 GB (--budget S: start none after S s)
+           smallest first, each capped at CAP_S s and 6 GB (--budget S: start none after S s;
+           --fast: SCALE-Sim patched by scalesim_fast.py; --mem-cap-gb GB)
   --write  updates results/scalesim_parity.md
 
 SCALE-Sim's per-layer COMPUTE_REPORT of each configuration is cached in
@@ -28,8 +31,11 @@ GEMM form. SRAMs (ifmap, filter, ofmap kB): 32x32 64/64/64 (SCALE-Sim's scale.cf
 128x128 1024/1024/512, 256x256 6144/6144/2048 (SCALE-Sim's google.cfg, TPU-like).
 
 On 32x32 arrays a whole-network SCALE-Sim run takes hours, so SCALE-Sim is run there one
-layer at a time (scalesim_layers.py; cache results/scalesim_cache/layers/): the per-layer median
-error is over the layers compared, and the network total is given only where every layer was.
+layer at a time (scalesim_layers.py, scalesim_per_layer.py; cache
+results/scalesim_cache/layers/): the per-layer median error is over the layers compared, and
+the network total is given only where every layer was. Layers the installed SCALE-Sim could
+not finish are run with `--fast`: the same SCALE-Sim under a runtime patch (scalesim_fast.py)
+whose reports are byte-identical to the original's (scalesim_equivalence.py).
 
 A second table runs 20 seeded configurations of small random layers (arrays of 4 to 16 PEs a
 side, 1-4 kB SRAMs, 2-16 words per cycle) where every layer overflows its SRAMs, by kind of
@@ -40,56 +46,36 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
 import pandas as pd
 import scalesim_layers as layers
+from scalesim_common import (
+    CACHE,
+    DATAFLOWS,
+    HERE,
+    LAYER_TARGET,
+    NET_TARGET,
+    NETS,
+    PER_LAYER_SIZES,
+    RESULTS,
+    SRAM_KB,
+    TOPOLOGIES,
+    WALL,
+    WORDS_PER_CYCLE,
+    accelsim_cycles,
+    cached,
+    cfg_for,
+    key,
+    wall_times,
+)
+from scalesim_common import markdown as _markdown
+from scalesim_common import na as _na
+from scalesim_per_layer import compare_per_layer, layer_queue, per_layer_section, stateless_cases
 from scalesim_random import RANDOM_CACHE, RANDOM_CASES, compare_random, run_random
-
-from accelsim.devices.scalesim_config import cfg_text
-from accelsim.sim.api import run_simulation
-from accelsim.sim.knobs import make_config
-
-HERE = Path(__file__).resolve().parent
-TOPOLOGIES = HERE / "scalesim_topologies"
-CACHE = HERE / "results" / "scalesim_cache"
-WALL = CACHE / "wall_s.csv"
-RESULTS = HERE / "results" / "scalesim_parity.md"
-NETS = {"resnet50": False, "bert_base": True}  # name -> GEMM form
-SRAM_KB = {32: (64, 64, 64), 128: (1024, 1024, 512), 256: (6144, 6144, 2048)}
-DATAFLOWS = ("ws", "os", "is")
-WORDS_PER_CYCLE = 10
-NET_TARGET, LAYER_TARGET = 0.10, 0.15
-PER_LAYER_SIZES = (32,)  # arrays where SCALE-Sim is run one layer at a time
-
-
-def key(net: str, size: int, flow: str) -> str:
-    return f"{net}_{size}_{flow}"
-
-
-def cfg_for(size: int, flow: str) -> str:
-    return cfg_text(size, size, *SRAM_KB[size], WORDS_PER_CYCLE, flow, run_name=f"a{size}")
-
-
-def cached(net: str, size: int, flow: str) -> pd.DataFrame | None:
-    path = CACHE / f"{key(net, size, flow)}.csv"
-    if not path.exists():
-        return None
-    frame = pd.read_csv(path, skipinitialspace=True)
-    return frame.loc[:, ~frame.columns.str.startswith("Unnamed")]
-
-
-def wall_times() -> dict[str, float]:
-    if not WALL.exists():
-        return {}
-    return {row.key: float(row.wall_s) for row in pd.read_csv(WALL).itertuples()}
 
 
 def run_scalesim(python: str, net: str, size: int, flow: str) -> None:
@@ -103,25 +89,6 @@ def run_scalesim(python: str, net: str, size: int, flow: str) -> None:
     (CACHE / f"{key(net, size, flow)}.csv").write_text(result["COMPUTE_REPORT"])
     walls = wall_times() | {key(net, size, flow): result["wall_s"]}
     pd.DataFrame({"key": list(walls), "wall_s": list(walls.values())}).to_csv(WALL, index=False)
-
-
-def accelsim_layers(net: str, size: int, flow: str) -> list[dict]:
-    """`accelsim simulate <net>.csv --hw <array>.cfg` per-layer records (wall s in each)."""
-    with tempfile.TemporaryDirectory() as folder:
-        cfg = Path(folder) / f"a{size}_{flow}.cfg"
-        cfg.write_text(cfg_for(size, flow))
-        start = time.perf_counter()
-        record = run_simulation(make_config(str(TOPOLOGIES / f"{net}.csv"), str(cfg),
-                                            precision="int8")).record
-        wall_s = time.perf_counter() - start
-    return [la | {"wall_s": wall_s} for la in record["layers"]]
-
-
-def accelsim_cycles(net: str, size: int, flow: str) -> tuple[list[float], list[str], float]:
-    """Per-layer total cycles and names from `accelsim simulate`, and its wall time."""
-    records = accelsim_layers(net, size, flow)
-    return ([la["cycles"] for la in records], [la["name"] for la in records],
-            records[0]["wall_s"])
 
 
 def compare() -> tuple[pd.DataFrame, list[str]]:
@@ -154,89 +121,11 @@ def compare() -> tuple[pd.DataFrame, list[str]]:
                     "layer max error": max(errors),
                     "worst layer": names[errors.index(max(errors))] if max(errors) else "-",
                     "stall share": stalls / sum(ss),
+                    "SCALE-Sim runs": "1 whole-network",
                     "SCALE-Sim s": ss_wall, "accelsim s": wall_s,
                     "speed ratio": None if ss_wall is None else ss_wall / wall_s,
                 })
     return pd.DataFrame(rows), missing
-
-
-def per_layer(net: str, size: int, flow: str) -> list[dict]:
-    """Each layer's accelsim record beside SCALE-Sim's one-layer run (None where not run)
-    and the layer whose run stands for it (itself, or one with the same topology row)."""
-    out = []
-    for la in accelsim_layers(net, size, flow):
-        found = layers.cached_layer(net, size, flow, la["name"])
-        out.append({"layer": la["name"], "accelsim": float(la["cycles"]),
-                    "accelsim_wall_s": la["wall_s"],
-                    "scalesim": None if found is None else float(found[0]["Total Cycles"]),
-                    "stalls": None if found is None else float(found[0]["Stall Cycles"]),
-                    "run": None if found is None else found[1]})
-    return out
-
-
-def compare_per_layer(net: str, size: int, flow: str) -> dict | None:
-    """A configuration's row from one-layer SCALE-Sim runs: the median and worst per-layer
-    error over the layers compared, network totals only if every layer was compared."""
-    rows = per_layer(net, size, flow)
-    done = [r for r in rows if r["scalesim"] is not None]
-    if not done:
-        return None
-    errors = [abs(r["accelsim"] - r["scalesim"]) / r["scalesim"] for r in done]
-    complete = len(done) == len(rows)
-    walls = layers.attempts().set_index("key")["wall_s"]
-    runs = {layers.layer_key(net, size, flow, r["run"]) for r in done}
-    ss_wall = float(sum(walls.get(k, float("nan")) for k in runs)) if complete else None
-    ours_s = rows[0]["accelsim_wall_s"]
-    ss, ours = sum(r["scalesim"] for r in done), sum(r["accelsim"] for r in done)
-    return {
-        "network": net, "array": f"{size}x{size}", "dataflow": flow,
-        "layers compared": f"{len(done)}/{len(rows)}",
-        "SCALE-Sim cycles": ss if complete else None,
-        "accelsim cycles": ours if complete else None,
-        "network error": (ours - ss) / ss if complete else None,
-        "layer median error": statistics.median(errors), "layer max error": max(errors),
-        "worst layer": done[errors.index(max(errors))]["layer"] if max(errors) else "-",
-        "stall share": sum(r["stalls"] for r in done) / ss,
-        "SCALE-Sim s": ss_wall, "accelsim s": ours_s,
-        "speed ratio": None if ss_wall is None else ss_wall / ours_s,
-    }
-
-
-def layer_queue(sizes: tuple[int, ...] = PER_LAYER_SIZES) -> list[tuple]:
-    """Every (net, size, dataflow, layer) to run alone, with SCALE-Sim's demand lines
-    (= its compute cycles, which accelsim matches exactly) as the size to order them by."""
-    queue = []
-    for net, gemm in NETS.items():
-        _, rows = layers.topology_rows(net)
-        for size in sizes:
-            for flow in DATAFLOWS:
-                ours = accelsim_layers(net, size, flow)
-                for (layer, _), la in zip(rows, ours, strict=True):
-                    queue.append((int(la["cycles"] - la["stall_cycles"]), net, size, flow,
-                                  layer, cfg_for(size, flow), gemm))
-    return queue
-
-
-def stateless_cases() -> list[dict]:
-    """Cheap checks that SCALE-Sim keeps no state between layers: a layer alone vs the same
-    layer first and third in [A, B, A] (GEMM and conv form, 32x32), and alone vs its row of
-    a cached whole-network run (128x128)."""
-    bert, resnet = layers.topology_rows("bert_base"), layers.topology_rows("resnet50")
-    b, r = dict(bert[1]), dict(resnet[1])
-    whole = cached("resnet50", 128, "ws")
-    expected = whole.drop(columns="LayerID").iloc[[n for n, _ in resnet[1]].index(
-        "res2a_branch2a")]
-    return [
-        {"name": "bert_base 32x32 ws [attention_scores, attention_context, attention_scores]",
-         "cfg": cfg_for(32, "ws"), "gemm": True, "header": bert[0],
-         "a": b["attention_scores"], "b": b["attention_context"]},
-        {"name": "resnet50 32x32 is [res2a_branch2a, res2a_branch2c, res2a_branch2a]",
-         "cfg": cfg_for(32, "is"), "gemm": False, "header": resnet[0],
-         "a": r["res2a_branch2a"], "b": r["res2a_branch2c"]},
-        {"name": "resnet50 128x128 ws res2a_branch2a alone vs its whole-network row",
-         "cfg": cfg_for(128, "ws"), "gemm": False, "header": resnet[0],
-         "a": r["res2a_branch2a"], "expected": expected.astype(float)},
-    ]
 
 
 def report(frame: pd.DataFrame, missing: list[str]) -> str:
@@ -293,103 +182,11 @@ def report(frame: pd.DataFrame, missing: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-OFF_BY = 0.05  # per-layer error worth a line of explanation
-
-
-def per_layer_section(sizes: tuple[int, ...] = PER_LAYER_SIZES) -> list[str]:
-    """The arrays compared one layer at a time: what was compared, per-layer errors, what
-    was not and why."""
-    checks = pd.read_csv(layers.STATELESS) if layers.STATELESS.exists() else None
-    tried = layers.attempts().set_index("key")
-    out = ["", f"## {', '.join(f'{s}x{s}' for s in sizes)}: SCALE-Sim one layer at a time", "",
-           "A whole-network SCALE-Sim run on these arrays did not finish in the time given "
-           "(BERT-base ws: over 96 minutes and 9 GB resident, stopped), so SCALE-Sim was run "
-           "on one-layer topologies, smallest first, niced, one at a time, each under a "
-           f"wall-clock cap and a {layers.MEM_CAP_GB:.0f} GB address-space cap "
-           "(`--layers CAP_S`; `results/scalesim_cache/layers/`). SCALE-Sim builds a fresh "
-           "memory system and operand matrices per layer (`simulator.run`, "
-           "`single_layer_sim.run`), so a layer run alone gives its row of a whole-network "
-           "run, and a layer with the same topology row as one run stands for it."]
-    if checks is not None:
-        out += ["", f"Checked (`--check-stateless`, `layers/stateless.csv`): {len(checks)} "
-                f"checks, identical rows in {int(checks['identical'].sum())}: a layer alone vs "
-                "first and third in [A, B, A] (GEMM and conv form, 32x32), alone vs its row "
-                "of the cached 128x128 ResNet-50 ws run, and every repeated topology row within "
-                "the 12 cached whole-network runs."]
-    table: list[dict] = []
-    gaps: list[str] = []
-    off: list[str] = []
-    for size in sizes:
-        for net in NETS:
-            byflow = {flow: per_layer(net, size, flow) for flow in DATAFLOWS}
-            names = [r["layer"] for r in byflow[DATAFLOWS[0]]]
-            for i, name in enumerate(names):
-                row = {"network": net, "layer": name}
-                for flow in DATAFLOWS:
-                    r = byflow[flow][i]
-                    row[flow] = "-" if r["scalesim"] is None else (
-                        f"{(r['accelsim'] - r['scalesim']) / r['scalesim']:+.1%} "
-                        f"({r['scalesim']:,.0f})")
-                if any(row[f] != "-" for f in DATAFLOWS):
-                    table.append(row)
-            for flow in DATAFLOWS:
-                off += [f"- {net} {size}x{size} {flow} {r['layer']}: "
-                        f"{(r['accelsim'] - r['scalesim']) / r['scalesim']:+.1%}"
-                        f"{layers.approximation(net, r['layer'], NETS[net])}" for r in byflow[flow]
-                        if r["scalesim"] is not None and r["layer"] == r["run"]
-                        and abs(r["accelsim"] - r["scalesim"]) > OFF_BY * r["scalesim"]]
-                lost: dict[str, list[str]] = {}
-                for r in byflow[flow]:
-                    if r["scalesim"] is not None:
-                        continue
-                    keys = [layers.layer_key(net, size, flow, name) for name in
-                            layers.same_shape(net, r["layer"])]  # its run may be a twin's
-                    k = next((k for k in keys if k in tried.index), None)
-                    why = (f"SCALE-Sim {tried.loc[k, 'outcome']} at the "
-                           f"{tried.loc[k, 'cap_s']:.0f} s cap" if k is not None
-                           else "not run (smallest first: time ran out)")
-                    lost.setdefault(why, []).append(r["layer"])
-                done = len(byflow[flow]) - sum(map(len, lost.values()))
-                runs = len({r["run"] for r in byflow[flow] if r["run"] is not None})
-                gaps.append(f"- {net} {size}x{size} {flow}: {done} of {len(byflow[flow])} "
-                            f"layers compared ({runs} SCALE-Sim runs)"
-                            + "".join(f"; {why}: {', '.join(names)}"
-                                      for why, names in lost.items()))
-    if table:
-        out += ["", "Per layer, (accelsim - SCALE-Sim) / SCALE-Sim total cycles (SCALE-Sim's "
-                "cycles in brackets; `-` not compared):", "", _markdown(pd.DataFrame(table))]
-    if off:
-        out += ["", f"Layers off by more than {OFF_BY:.0%} (the model's documented "
-                "approximations, NBs in `accelsim/devices/systolic_streams.py`):", "", *off]
-    return out + ["", "In the first table, for these arrays: median and worst error over the "
-                  "layers compared; stall share over them; network totals and SCALE-Sim's wall "
-                  "time (the sum of its one-layer runs, each distinct row once) only where "
-                  "every layer was compared. The layers compared are those cheapest for "
-                  "SCALE-Sim (mostly 1x1 convolutions and BERT's two attention GEMMs), not a "
-                  "sample: the medians say nothing about the layers not compared. SCALE-Sim's "
-                  "time grows faster than its line count on stall-heavy layers (each refill of a "
-                  "read buffer is appended to its DRAM trace with `np.concatenate`, "
-                  "`read_buffer.new_prefetch`, copying the whole trace): BERT-base's "
-                  "query-shaped GEMM (os) did not finish in 600 s and its FFN GEMMs have 4x its "
-                  "lines, so no BERT-base total at 32x32 was in reach.", "", *gaps]
-
-
-def _na(x: object) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
 def _verdict(total_ok: bool | None, median_ok: bool) -> str:
     """Both targets where the total is known; the per-layer one alone where it is not."""
     if total_ok is None or _na(total_ok):
         return "median met, total n/a" if median_ok else "median MISSED, total n/a"
     return "met" if (total_ok and median_ok) else "MISSED"
-
-
-def _markdown(frame: pd.DataFrame) -> str:
-    """A GitHub table (no tabulate dependency)."""
-    cells = [list(map(str, frame.columns))] + [list(map(str, r)) for r in frame.to_numpy()]
-    rows = ["| " + " | ".join(r) + " |" for r in cells]
-    return "\n".join([rows[0], "| " + " | ".join("---" for _ in frame.columns) + " |", *rows[1:]])
 
 
 def main() -> None:
@@ -403,6 +200,13 @@ def main() -> None:
                          "CAP_S seconds of wall time")
     ap.add_argument("--budget", type=float, default=3600.0, metavar="S",
                     help="with --layers: start no layer after S seconds (default 3600)")
+    ap.add_argument("--fast", action="store_true",
+                    help="with --layers: SCALE-Sim with scalesim_fast's patch (same reports)")
+    ap.add_argument("--check-whole", action="append", default=[], metavar="NET_SIZE_FLOW",
+                    help="e.g. bert_base_32_ws: a whole-network patched SCALE-Sim run against "
+                         "the cached one-layer runs (stateless.csv)")
+    ap.add_argument("--mem-cap-gb", type=float, default=layers.MEM_CAP_GB,
+                    help="with --layers: address-space cap per SCALE-Sim run")
     args = ap.parse_args()
     python = os.environ.get("SCALESIM_PYTHON", "/tmp/ssenv/bin/python")
     if args.check_stateless:
@@ -410,8 +214,13 @@ def main() -> None:
         checks = pd.concat([checks, pd.DataFrame(layers.whole_run_groups(CACHE, NETS))])
         checks.to_csv(layers.STATELESS, index=False)
         print(checks.to_string(index=False))
+    for whole in args.check_whole:
+        net, size, flow = whole.rsplit("_", 2)
+        print(layers.check_whole_network(python, net, int(size), flow, cfg_for(int(size), flow),
+                                         NETS[net], 3600, args.mem_cap_gb), flush=True)
     if args.layers:
-        layers.run_queue(python, layer_queue(), args.layers, args.budget)
+        layers.run_queue(python, layer_queue(), args.layers, args.budget, args.fast,
+                         args.mem_cap_gb)
     if args.run:
         if not RANDOM_CACHE.exists():
             run_random(python)

@@ -13,7 +13,8 @@ through a subprocess by `scalesim_parity.py`, `scalesim_layers.py` and
     echo '[{"cfg": "...", "topology": "...", "gemm": false}]' | python scalesim_run.py
 
 Each result holds the wall time (`wall_s`) and the text of COMPUTE_REPORT, BANDWIDTH_REPORT
-and DETAILED_ACCESS_REPORT.
+and DETAILED_ACCESS_REPORT. A job with `"fast": true` runs with `scalesim_fast.patched()` (the
+same simulation with faster memory-model methods; `--fast` sets it for every job).
 """
 
 import contextlib
@@ -23,8 +24,12 @@ import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from scalesim.scale_sim import scalesim
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scalesim_fast  # noqa: E402
 
 REPORTS = ("COMPUTE_REPORT", "BANDWIDTH_REPORT", "DETAILED_ACCESS_REPORT")
 
@@ -38,12 +43,16 @@ def run(job: dict) -> dict:
             with open(paths[name], "w") as out:
                 out.write(text)
         start = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()):
+        # traces are not saved (save_disk_space), so the patch keeps only what reports read
+        keep = bool(job.get("keep_traces"))
+        fast = scalesim_fast.patched(keep_traces=keep) if job.get("fast") \
+            else contextlib.nullcontext()
+        with contextlib.redirect_stdout(io.StringIO()), fast:
             sim = scalesim(save_disk_space=True, verbose=False, config=paths["a.cfg"],
                            topology=paths["t.csv"], layout=paths["l.csv"],
                            input_type_gemm=bool(job.get("gemm")))
             sim.run_scale(top_path=folder)
-        result = {"wall_s": time.perf_counter() - start}
+        result = {"wall_s": time.perf_counter() - start, "fast": bool(job.get("fast"))}
         run_dir = os.path.join(folder, sim.config.get_run_name())
         for name in REPORTS:
             with open(os.path.join(run_dir, name + ".csv")) as report:
@@ -52,4 +61,7 @@ def run(job: dict) -> dict:
 
 
 if __name__ == "__main__":
-    json.dump([run(job) for job in json.load(sys.stdin)], sys.stdout)
+    jobs = json.load(sys.stdin)
+    if "--fast" in sys.argv[1:]:
+        jobs = [dict(job, fast=True) for job in jobs]
+    json.dump([run(job) for job in jobs], sys.stdout)

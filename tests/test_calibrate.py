@@ -50,6 +50,22 @@ def test_fit_recovers_known_rates_from_synthetic_timings():
     assert np.max(np.abs(fit.relative_error)) < 1e-9
 
 
+def test_fit_subtracts_the_measured_fault_time():
+    # t = work / 0.4 + serial / 0.8 + t0 + fault, with a known fault time per case (measured,
+    # not fitted): the joint fit recovers the GEMM and pack figures exactly, and predicts t.
+    from accelsim.calibrate.fit import fit_with_pack
+
+    work = np.array([1e-4, 4e-4, 2e-3, 1e-2])
+    serial = np.array([3e-4, 1e-4, 5e-4, 2e-3])
+    faults = np.array([0.0, 2e-4, 0.0, 5e-3])
+    measured = work / 0.4 + serial / 0.8 + 3e-6 + faults
+    fit = fit_with_pack(["gemm_fp32"] * 4, work, serial, np.ones(4), measured, 3e-6,
+                        faults_s=faults)
+    assert fit.efficiency["gemm_fp32"] == pytest.approx(0.4, rel=1e-9)
+    assert fit.efficiency["pack_fp32"] == pytest.approx(0.8, rel=1e-9)
+    assert np.max(np.abs(fit.relative_error)) < 1e-9
+
+
 def test_fit_of_noisy_timings_is_the_closed_form_slope():
     # GEMM rate from noisy timings: 1/e = sum(x (t - t0)) / sum(x^2), computed here by hand for
     # three cases (x = 1, 2, 5 ms of work at peak; t0 = 0.1 ms).
@@ -115,12 +131,13 @@ def test_joint_fit_recovers_int8_mac_and_quantise_rates_from_model_timings():
     assert np.max(np.abs(fit.relative_error)) < 1e-9
 
 
-def test_failed_int8_joint_fit_writes_the_stream_figure_it_priced_quantisation_at():
+def test_a_serial_figure_the_joint_fit_cannot_separate_from_zero_is_dropped_to_the_cap():
     # The quantisation passes of these int8 GEMMs explain none of their time (the smallest
-    # takes less than its passes at peak), so the joint fit has a non-positive coefficient and
-    # falls back: passes priced at the stream figure (relu_int8 = 0.25, the only stream op),
-    # which must then be written as `quantize_int8` so that the CPU model prices them alike.
+    # takes less than its passes at peak), so the joint fit's quantise coefficient is not
+    # positive: it is dropped (slope 1 / the stack's cap, 10) and the GEMM rate refitted alone,
+    # the closed-form slope in relative error of what is left.
     from accelsim.calibrate.fit import fit_with_pack
+    from accelsim.devices.software import MAX_CPU_EFFICIENCY
 
     keys = ["gemm_int8"] * 3 + ["relu_int8"] * 2
     work = np.array([1e-4, 1e-3, 1e-2, 1e-4, 1e-3])
@@ -128,9 +145,13 @@ def test_failed_int8_joint_fit_writes_the_stream_figure_it_priced_quantisation_a
     measured = np.array([1e-4, 2e-3, 2e-2, 4e-4, 4e-3])
     fit = fit_with_pack(keys, work, serial, np.ones(5), measured, 0.0, np.zeros(5))
     assert fit.efficiency["relu_int8"] == pytest.approx(0.25)
-    assert fit.efficiency["quantize_int8"] == pytest.approx(0.25)
-    gemm = fit.efficiency["gemm_int8"]
-    expected = (work[:3] / gemm + serial[:3] / 0.25) / measured[:3] - 1
+    assert fit.efficiency["quantize_int8"] == pytest.approx(MAX_CPU_EFFICIENCY)
+    floor = 1.0 / MAX_CPU_EFFICIENCY
+    a = work[:3] / measured[:3]
+    b = 1.0 - serial[:3] * floor / measured[:3]
+    slope = float(np.sum(a * b) / np.sum(a * a))
+    assert 1.0 / fit.efficiency["gemm_int8"] == pytest.approx(slope, rel=1e-9)
+    expected = (work[:3] * slope + serial[:3] * floor) / measured[:3] - 1
     assert fit.relative_error[:3] == pytest.approx(expected, rel=1e-9)
 
 
@@ -184,6 +205,26 @@ def test_tiny_calibration_writes_loadable_profiles_quickly(tiny):
     sources = tomllib.loads(result.files["cpu"].read_text())["sources"]
     assert sources["offchip_memory.bandwidth_gb_s"].startswith("measured: accelsim calibrate on")
     assert json.loads(result.files["summary"].read_text())["budget"] == "tiny"
+
+
+def test_calibration_writes_the_allocator_and_the_host_probes(tiny):
+    # On glibc the numpy stack carries its allocator: the measured time per fresh page and
+    # glibc's largest mmap threshold (4 MiB x sizeof(long): 32 MiB on 64-bit); the probes of
+    # the host's speed are recorded beside it (least of the runs before and after the cases).
+    from accelsim.calibrate.alloc_bench import mmap_threshold_max_bytes
+
+    result, _ = tiny
+    s = result.summary
+    stack = load_stack(result.files["software"])
+    if mmap_threshold_max_bytes() is None:
+        assert stack.allocator is None
+    else:
+        page_s, page_bytes, threshold = stack.allocator
+        assert page_s == pytest.approx(s["allocator"]["fresh_page_s"], rel=1e-3)
+        assert page_bytes == s["allocator"]["page_bytes"] and threshold == 32 << 20
+    probes = s["host_speed_probe_s"]
+    assert set(probes) == {"cast", "sgemm"} and all(v > 0 for v in probes.values())
+    assert probes == {k: min(p[k] for p in s["host_speed_probes_s"]) for k in probes}
 
 
 def test_simulate_takes_the_calibrated_files(tiny, capsys):

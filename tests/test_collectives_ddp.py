@@ -126,6 +126,34 @@ def test_bucketed_overlap_never_exceeds_the_unbucketed_exposed_time() -> None:
     assert later_comm_stall_s(one_bucket) == pytest.approx(exposed_s, rel=1e-6)
 
 
+def test_staged_collectives_queue_their_cross_node_phases_on_the_nics() -> None:
+    """`staged_collective` (the pipeline's all-reduce and a decoder's DP exchange): half the
+    in-node time, the cross-node phase holding the NICs, the other half; a second collective's
+    cross-node phase waits for the first's. By hand: 10 s each, 4 s of it on the network."""
+    import simpy
+
+    from accelsim.sim.allreduce_stage import staged_collective
+
+    env = simpy.Environment()
+    nic = simpy.Resource(env, 1)
+    phases: list[tuple[float, float]] = []
+    ends: list[float] = []
+
+    def one() -> Any:
+        yield from staged_collective(env, nic, 10.0, 4.0, lambda a, b: phases.append((a, b)))
+        ends.append(env.now)
+
+    env.process(one())
+    env.process(one())
+    env.run()
+    assert phases == [(3.0, 7.0), (7.0, 11.0)] and ends == [10.0, 14.0]
+    alone = simpy.Environment()
+    alone.process(staged_collective(alone, simpy.Resource(alone, 1), 5.0, 0.0,
+                                    lambda a, b: phases.append((a, b))))
+    alone.run()
+    assert alone.now == 5.0 and len(phases) == 2  # in-node only: no network phase recorded
+
+
 def test_infinite_bandwidth_scales_ideally() -> None:
     fast = fast_system()
     system = replace(fast, device_to_device=replace(fast.device_to_device,

@@ -28,7 +28,7 @@ def _costs():
 def test_requests_alone_take_exactly_their_prefill_and_decode_steps():
     n, p, o = 20, np.full(20, 100), np.full(20, 10)
     req = Requests(np.arange(n) * 100.0, p, o)  # far apart: each runs alone
-    out = Engine(_costs(), req, 8, 10_000).run()
+    out = Engine(_costs(), req, 8, 10_000, 16).run()
     pre = 1e-3 * 100 + 1e-6 * 100 * 101 / 2 + 0.01
     decode = sum(0.02 + 1e-6 * (100 + i) for i in range(1, 10))  # a naive loop
     assert np.allclose(out.first_s - req.arrival_s, pre)
@@ -41,7 +41,7 @@ def test_every_request_is_served_once_in_order_even_under_preemption(batching):
     n = 300
     req = Requests(np.cumsum(rng.exponential(0.01, n)), rng.integers(1, 200, n),
                    rng.integers(1, 100, n))
-    out = Engine(_costs(), req, 32, 40, batching, 0.05).run()  # 40 blocks: 640 tokens
+    out = Engine(_costs(), req, 32, 40, 16, batching, 0.05).run()  # 40 blocks: 640 tokens
     assert np.isfinite(out.done_s).all()
     assert (req.arrival_s <= out.first_s).all() and (out.first_s <= out.last_s).all()
     assert (out.last_s <= out.done_s + 1e-12).all()
@@ -52,7 +52,7 @@ def test_every_request_is_served_once_in_order_even_under_preemption(batching):
 def test_a_prompt_that_can_never_fit_the_kv_blocks_is_an_error_not_a_hang():
     req = Requests(np.array([0.0]), np.array([100]), np.array([4]))
     with pytest.raises(AccelsimError, match="needs 7 KV blocks; the engine has 2"):
-        Engine(_costs(), req, 8, 2).run()  # 101 tokens: 7 blocks of 16
+        Engine(_costs(), req, 8, 2, 16).run()  # 101 tokens: 7 blocks of 16
 
 
 def test_continuous_batching_beats_static_on_latency_under_load():
@@ -112,7 +112,7 @@ def test_the_highest_rate_meeting_the_targets_is_where_p99_crosses_them():
         rng = np.random.default_rng(0)
         req = Requests(np.cumsum(rng.exponential(1 / rate, 400)), np.full(400, 50),
                        np.full(400, 20))
-        return req, Engine(costs, req, 16, 10_000).run()
+        return req, Engine(costs, req, 16, 10_000, 16).run()
 
     best = max_rate_meeting_slo(trial, 1.0, 0.5, None)
     assert best is not None and meets_slo(*trial(best), 0.5, None)

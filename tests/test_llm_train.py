@@ -96,6 +96,33 @@ def test_zero_reduce_scatters_then_gathers_the_updated_weights():
     assert out["optimizer_s"] == pytest.approx(one["optimizer_s"] / 8, rel=0.05)
 
 
+@pytest.mark.parametrize("zero, microbatches, volume, collectives",
+                         [(0, 1, 2, 1), (1, 1, 2, 2), (2, 1, 2, 2), (3, 1, 3, 3), (3, 2, 5, 5)])
+def test_data_parallel_bytes_per_step_are_the_zero_papers(zero, microbatches, volume,
+                                                          collectives):
+    """Rajbhandari et al. 2020 (ZeRO, arXiv:1910.02054, section 7): per step and GPU, stages
+    0-2 move 2 psi (an all-reduce, or the gradients' reduce-scatter and the updated weights'
+    all-gather), stage 3 3 psi (the reduce-scatter, and all-gathers of the weights in forward
+    and in backward: 2 per micro-batch, so 1 + 2m psi over m micro-batches); a ring sends
+    (n - 1)/n of each, 16-bit values. Every collective timed is counted."""
+    split = TrainSplit(8, 1, 1024, microbatches=microbatches, zero=zero, overlap_dp=False)
+    out = train_step(PLAT, LAY, split, 80e9, SYSTEM)
+    psi = CFG.params - CFG.d_model
+    sent_per_gpu = run_records(split)["bytes"].sum() / 8
+    assert sent_per_gpu == pytest.approx(7 / 8 * volume * psi * 2)
+    assert out["dp_collectives"] == collectives
+    assert out["dp_algorithm"] == "ring"  # every collective of the exchange runs as a ring
+
+
+def test_the_dp_algorithm_names_every_collective_when_they_differ():
+    from accelsim.llm.dp_events import algorithm_summary
+
+    assert algorithm_summary([]) is None
+    assert algorithm_summary([("allreduce", "tree")] * 3) == "tree"
+    mixed = [("reducescatter", "ring")] * 12 + [("allgather", "nvls")]
+    assert algorithm_summary(mixed) == "reducescatter ring x 12, allgather nvls x 1"
+
+
 def test_nodes_run_the_cross_node_phase_on_the_nics():
     one = train_step(PLAT, LAY, TrainSplit(8, 1, 1024), 80e9, SYSTEM)
     two = train_step(PLAT, LAY, TrainSplit(16, 1, 1024, nodes=2), 80e9, SYSTEM)

@@ -70,6 +70,11 @@ def _write(tmp_path: Path, old: str, new: str) -> Path:
     ("tensor_core = 1.0", "tensor_core = 3.0", "efficiency.tensor_core"),
     ('fuses = ["elementwise", "normalization"]', 'fuses = ["everything"]', "graph.fuses"),
     ('classes = ["gpu", "npu"]', 'classes = ["gpu", "npu", "qpu"]', "classes"),
+    ("framework_cores_per_device = 1", "framework_cores_per_device = 1.5",
+     "host.framework_cores_per_device"),
+    ("kv_block_tokens = 16", "kv_block_tokens = 0", "llm.kv_block_tokens"),
+    ("memory_reserve_fraction = 0.1", "memory_reserve_fraction = 1.5",
+     "llm.memory_reserve_fraction"),
 ])
 def test_a_bad_stack_file_names_file_field_and_value(tmp_path: Path, old: str, new: str,
                                                      field: str) -> None:
@@ -248,3 +253,78 @@ def test_a_stack_with_the_old_cpu_tile_keys_is_refused_naming_the_field(tmp_path
                    + '"cpu_tiling.micro_tile_m" = "assumed: test"\n'
                    + '"cpu_tiling.micro_tile_n" = "assumed: test"\n', encoding="utf-8")
     assert load_stack(new).cpu_micro_tile == (4, 16)
+
+
+def _without(tmp_path: Path, section: str, key: str) -> Path:
+    """pytorch-eager with `key` (of `[section]`) and its source taken out."""
+    text = (STACK_DIR / "pytorch-eager.toml").read_text(encoding="utf-8")
+    bare = re.sub(rf'(?m)^({key} = .*|"{section}\.{key}" = .*)\n', "", text)
+    assert bare.count("\n") == text.count("\n") - 2
+    path = tmp_path / f"no-{key}.toml"
+    path.write_text(bare, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("section", "key"), [
+    ("host", "framework_cores_per_device"), ("llm", "kv_block_tokens"),
+    ("llm", "max_running_sequences"), ("llm", "memory_reserve_fraction"),
+])
+def test_a_stack_without_an_optional_figure_takes_the_class_defaults(
+        tmp_path: Path, section: str, key: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An optional figure a stack file leaves out is the device class's default stack's (the
+    same number: a run on such a stack moves nothing); where the default has none either, the
+    run is refused in one line naming the file and the field."""
+    from accelsim.devices import software
+
+    path = _without(tmp_path, section, key)
+    bare = load_stack(path)
+    assert getattr(bare, key) is None
+    eager = builtin_stacks()["pytorch-eager"]
+    assert bare.figure(f"{section}.{key}", "gpu") == getattr(eager, key) is not None
+    other_dir = tmp_path / "default"
+    other_dir.mkdir()
+    default_bare = load_stack(_without(other_dir, section, key))
+    monkeypatch.setattr(software, "default_stack", lambda device_class: default_bare)
+    with pytest.raises(ConfigError, match=f"{section}.{key}") as err:
+        bare.figure(f"{section}.{key}", "gpu")
+    # the user's file is the one named first: it is the one to mend
+    assert str(err.value).startswith(str(path)) and "\n" not in str(err.value)
+
+
+def test_a_calibrated_stack_without_the_figures_still_trains_and_serves(tmp_path: Path) -> None:
+    """A stack file written before the figures moved out of Python (as `accelsim calibrate`
+    writes one) trains and serves as before: the class default's figures stand in."""
+    from accelsim.sim.api import run_simulation
+    from accelsim.sim.config import TrainConfig, resolve_config
+    from accelsim.sim.knobs import make_config
+    from accelsim.workload.scenario import resolve_workload
+
+    text = (STACK_DIR / "pytorch-compiled.toml").read_text(encoding="utf-8")
+    old = re.sub(r'(?m)^\[llm\]\n(\w+ = [^\n]*\n)*\n|^(framework_cores_per_device|'
+                 r'"host\.framework_cores_per_device"|"llm\.\w+") = [^\n]*\n', "", text)
+    assert "[llm]" not in old and "framework_cores" not in old and '"llm.' not in old
+    path = tmp_path / "old.toml"
+    path.write_text(old, encoding="utf-8")
+    assert load_stack(path).kv_block_tokens is None
+    plan = resolve_config(TrainConfig(resolve_workload("resnet50-train"),
+                                      load_system("dgx-a100"), devices=2, steps=2,
+                                      software=str(path)))
+    assert plan.framework_cores == 2
+    knobs = {"mode": "serve", "rate": 1.0, "requests": 4, "prompt_tokens": 64,
+             "output_tokens": 4}
+    mine = run_simulation(make_config("llama2_7b", "a100", software=str(path), **knobs)).record
+    ref = run_simulation(make_config("llama2_7b", "a100", software="compiled", **knobs)).record
+    assert mine["memory"]["kv_block_tokens"] == 16
+    assert mine["memory"] == ref["memory"] and mine["ttft_p50_s"] == ref["ttft_p50_s"]
+
+
+def test_the_shipped_stacks_keep_the_figures_moved_out_of_python() -> None:
+    """Moving the figures into the stack files kept them, on every built-in stack: one host
+    core per accelerator for the framework, and vLLM's defaults (Kwon et al. 2023; docs.vllm.ai
+    engine arguments): 16-token KV blocks, 256 running sequences, gpu_memory_utilization 0.9."""
+    for stack in builtin_stacks().values():
+        assert stack.framework_cores_per_device == 1, stack.name
+        assert stack.kv_block_tokens == 16, stack.name
+        assert stack.max_running_sequences == 256, stack.name
+        assert stack.memory_reserve_fraction == 0.1, stack.name

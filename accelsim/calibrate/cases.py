@@ -19,11 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim.devices.cpu import VECTOR_OPS
-from accelsim.kernels.execute import make_inputs, op_params, run_op_in_format
+from accelsim.kernels.execute import make_inputs, op_params, run_op_in_format, time_graph
 from accelsim.workload.graph import Graph, GraphBuilder
 
 BUDGETS = ("full", "tiny")  # tiny: a few small sizes, for tests (seconds, not minutes)
 MATMUL_CASES = ("gemm", "conv", "attention")  # the kernels of matmul cases
+# forward passes a matmul case is timed over (least of), as the benchmark's rows
+FORWARD_PASSES = 5
 Clock = Callable[[], float]  # seconds: time.perf_counter (wall) or time.process_time (CPU)
 
 
@@ -137,22 +139,22 @@ def least_time_s(run: Callable[[], object], repeats: int, clock: Clock = time.pe
 
 def time_case(case: Case, precision: str, repeats: int,
               clock: Clock = time.perf_counter) -> float:
-    """The least time of the case's op through the numpy kernels in `precision`, s
-    (`least_time_s`); a matmul case's parameters are copied afresh (untimed) before each run,
-    as a forward pass (`kernels.execute.time_graph`) makes them anew. NB: a GEMM that re-reads
-    the weights it just used finds them clean in cache, which a network's forward pass never
-    does: measured here, skinny GEMMs (M = 1 to 8, 4 to 16 MB of weights) ran 10-40% faster
-    that way. Other ops keep theirs (an embedding table's copy would cost more than the op)."""
+    """The least time of the case's op through the numpy kernels in `precision`, s. A matmul
+    case is timed as a forward pass times it (`kernels.execute.time_graph`, the function of
+    `describe --execute --time` and `benchmarks/calibrate_host.py`): inputs and parameters
+    made anew (untimed) before every pass, the least of `FORWARD_PASSES` passes, so that the
+    weights' cache state and the allocator's history are those of the user's run. NB: a GEMM
+    that re-reads the weights it just used finds them clean in cache, which a forward pass
+    never does (measured here: skinny GEMMs, 4 to 16 MB of weights, 10-40% faster that
+    way). Other ops (`least_time_s`) keep their inputs (an embedding table made anew would
+    cost more than the op)."""
     op = case.graph.ops[-1]
+    if case.kernel in MATMUL_CASES:
+        return time_graph(case.graph, case.batch, precision, repeats=max(repeats, FORWARD_PASSES),
+                          clock=clock)[op.name]
     xs = list(make_inputs(case.graph, case.batch).values())
-    made = op_params(op, 0, 0)
-    params = [made]
-
-    def fresh() -> None:
-        params[0] = {k: v.copy() for k, v in made.items()}
-
-    return least_time_s(lambda: run_op_in_format(op, xs, params[0], precision), repeats, clock,
-                        setup=fresh if case.kernel in MATMUL_CASES else None)
+    params = op_params(op, 0, 0)
+    return least_time_s(lambda: run_op_in_format(op, xs, params, precision), repeats, clock)
 
 
 def stream_bandwidth_bytes_per_s(n_bytes: int, repeats: int) -> float:

@@ -19,7 +19,12 @@ both operands per call and multiply in their own loop: `cpu.quantized_rows`): li
 least-squares slope through the origin of their key; the matmul keys of a precision, its
 `pack_<precision>`, `quantize_<precision>` and `gemv_<precision>` figures one joint linear
 least squares
-(`fit_with_pack`). Both are closed forms.
+(`fit_with_pack`). Both are closed forms. A serial figure whose coefficient comes out not
+positive is dropped to the stack's cap and the rest refitted (`_lstsq_dropping_serials`).
+Under measured element-pass tables (`devices.cpu_passes`: weight casts, int8 quantisation, a
+GEMV's stream), what they price is a measured time per case (`case_pass_s`), subtracted like
+the fault time, not a fitted figure: the casts leave `pack_<p>`, the quantisation
+`quantize_<p>`, and the GEMVs (priced whole) `gemv_<p>`.
 """
 
 from __future__ import annotations
@@ -31,13 +36,21 @@ from typing import Any
 import numpy as np
 
 from accelsim.calibrate.cases import Case
-from accelsim.devices.cpu import VECTOR_OPS, cpu_costs, serial_stream_bytes
+from accelsim.devices.cpu import (
+    VECTOR_OPS,
+    cpu_costs,
+    fault_s,
+    quantized_rows,
+    serial_stream_bytes,
+)
+from accelsim.devices.cpu_passes import PassTable, pass_times_s
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.precision import hardware_key
 from accelsim.devices.software import (
     CPU_KERNELS,
     CPU_OP_KEYS,
     CPU_PRECISIONS,
+    MAX_CPU_EFFICIENCY,
     SoftwareStack,
     builtin_stacks,
 )
@@ -47,6 +60,9 @@ from accelsim.workload.work import gemms_for, work_table
 
 MEMORY_KERNELS = ("stream",)  # kernels whose work is the memory term; the rest: compute
 MATMUL_KERNELS = ("gemm", "conv", "attention")
+# slope (1/efficiency) of a serial figure the joint fit cannot separate from zero: the cap of
+# a stack's CPU efficiency (`software.MAX_CPU_EFFICIENCY`)
+SERIAL_FLOOR = 1.0 / MAX_CPU_EFFICIENCY
 BOUND_PASSES = 4  # fits of the joint matmul least squares while the cases' bounds settle
 PACK_KERNEL = "pack"  # the matmuls' packing and weight-cast passes (`pack_<precision>`)
 # an integer precision's per-call quantisation of both GEMM operands (`quantize_<precision>`)
@@ -112,24 +128,72 @@ def with_group_figures(efficiency: dict[str, float]) -> dict[str, float]:
     return {**efficiency, **means}
 
 
-def unit_work_s(profile: Any, case: Case, precision: str, weight_casts: bool = False
-                ) -> tuple[float, float, float, float]:
-    """(the model's time of the case's op at efficiency 1 for its kernel's term, s; its serial
-    passes over memory at efficiency 1 (packing, weight casts), s; its DRAM time at efficiency
-    1, s; the kernels the model charges dispatch for) on `profile` in `precision`, under a
-    stack that casts weights or not (`weight_casts`)."""
+def _case_terms(profile: Any, case: Case, precision: str, weight_casts: bool,
+                passes: dict[str, PassTable] | None) -> tuple[Any, Any, dict[str, Any]]:
+    """(the CPU model's costs of the case's op under the unit stack with the pass tables
+    `passes`, its serial bytes (`cpu.serial_stream_bytes`), the tables' times
+    (`cpu_passes.pass_times_s`))."""
     work = work_table(case.graph, case.batch, precision).iloc[[-1]]
     gemms = gemms_for(case.graph, case.batch)
-    stack = unit_stack(weight_casts)
+    stack = dataclasses.replace(unit_stack(weight_casts), cpu_passes=dict(passes or {}))
     key = hardware_key(precision)
     costs = cpu_costs(profile, work, gemms, key, stack).iloc[0]
     serial = serial_stream_bytes(profile, work, gemms, key, stack)
-    serial_s = float(serial[["pack", "cast", "transpose", "quantize"]].iloc[0].sum()
-                     / profile.offchip_memory.bandwidth_bytes_per_s)
+    timed = pass_times_s(work, gemms, key, stack.cpu_passes, quantized_rows(work, stack, key),
+                         serial["casts"].to_numpy(), get_format(key).bytes_per_element)
+    return costs, serial.iloc[0], {k: v[0] for k, v in timed.items()}
+
+
+def unit_work_s(profile: Any, case: Case, precision: str, weight_casts: bool = False,
+                passes: dict[str, PassTable] | None = None
+                ) -> tuple[float, float, float, float]:
+    """(the model's time of the case's op at efficiency 1 for its kernel's term, s; its serial
+    passes over memory at efficiency 1 (packing, weight casts, quantisation), s; its DRAM time
+    at efficiency 1, s; the kernels the model charges dispatch for) on `profile` in
+    `precision`, under a stack that casts weights or not (`weight_casts`). A pass that a table
+    of `passes` prices (`devices.cpu_passes`) is left out of all three: its time is measured,
+    not fitted (`case_pass_s`)."""
+    costs, serial, timed = _case_terms(profile, case, precision, weight_casts, passes)
+    fitted_bytes = serial["pack"] + serial["transpose"] + \
+        (0.0 if timed["cast"] else serial["cast"]) + \
+        (0.0 if timed["quantize"] else serial["quantize"])
+    serial_s = float(fitted_bytes / profile.offchip_memory.bandwidth_bytes_per_s)
     memory_s, kernels = float(costs["memory_s"]), float(costs["kernels"])
     if case.kernel in MEMORY_KERNELS:
         return memory_s, 0.0, memory_s, kernels
-    return float(costs["compute_s"]) - serial_s, serial_s, memory_s, kernels
+    measured_s = timed["cast_s"] + timed["quantize_s"]
+    # NB: a GEMV's whole time is the measured stream (`case_pass_s`); a case whose measured
+    # passes alone outlast its DRAM time at efficiency 1 is taken as not memory-bound (the
+    # model's busy time is its compute, passes included, at any fitted figure near 1)
+    if timed["gemv"] or (measured_s > 0 and measured_s >= memory_s):
+        memory_s = 0.0
+    return float(costs["compute_s"]) - serial_s - measured_s, serial_s, memory_s, kernels
+
+
+def case_pass_s(profile: Any, case: Case, precision: str, weight_casts: bool,
+                passes: dict[str, PassTable] | None) -> tuple[float, bool]:
+    """(the model's time of the case's passes that a table of `passes` prices, s; whether
+    that is the case's whole time: a GEMV under the `gemv_fp32` table, whose stream and cast
+    are both measured, so that no figure is fitted on it)."""
+    if not passes:
+        return 0.0, False
+    costs, _, timed = _case_terms(profile, case, precision, weight_casts, passes)
+    if timed["gemv"]:
+        return float(max(costs["memory_s"], costs["compute_s"])), True
+    return float(timed["cast_s"] + timed["quantize_s"]), False
+
+
+def case_fault_s(case: Case, precision: str, allocator: tuple[float, int, int] | None,
+                 weight_casts: bool = False) -> float:
+    """The model's time faulting in the case's fresh temporaries, s (`cpu.fault_s`: a
+    measured time per page, not fitted) under `allocator` ((fresh_page_s, page_bytes,
+    mmap_threshold_bytes); None: 0) and a stack that casts weights or not."""
+    if allocator is None:
+        return 0.0
+    work = work_table(case.graph, case.batch, precision).iloc[[-1]]
+    stack = dataclasses.replace(unit_stack(weight_casts), allocator=allocator)
+    return float(fault_s(work, gemms_for(case.graph, case.batch), hardware_key(precision),
+                         stack)[0][0])
 
 
 def serial_fixed_s(keys: list[str], serial_s: np.ndarray, efficiency: dict[str, float]
@@ -177,6 +241,27 @@ def fit_efficiencies(keys: list[str], work_s: np.ndarray, kernels: np.ndarray,
                relative_error=predicted_s / measured_s - 1.0)
 
 
+def _lstsq_dropping_serials(x: np.ndarray, y: np.ndarray, n_keys: int) -> np.ndarray | None:
+    """Least squares of y on the columns of x, the first `n_keys` the matmul keys' work, the
+    rest serial figures (pack, quantize, gemv): a serial column whose coefficient comes out
+    not positive is dropped (its slope set to `SERIAL_FLOOR`: no time separable from zero
+    beyond the measured passes) and the rest refitted, most negative first. None when a key's
+    coefficient is not positive. NB: an active-set step of non-negative least squares; a
+    dropped figure is written as the stack's cap, a pass taking next to no time."""
+    active = list(range(x.shape[1]))
+    while True:
+        coef = np.full(x.shape[1], SERIAL_FLOOR)
+        dropped = [j for j in range(x.shape[1]) if j not in active]
+        floor_s = x[:, dropped].sum(axis=1) * SERIAL_FLOOR
+        coef[active] = np.linalg.lstsq(x[:, active], y - floor_s, rcond=None)[0]
+        bad = [j for j in active if coef[j] <= 0]
+        if not bad:
+            return coef
+        if any(j < n_keys for j in bad):
+            return None
+        active.remove(min(bad, key=lambda j: coef[j]))
+
+
 def _joint_matmul_fit(keys: np.ndarray, work_s: np.ndarray, serial_s: np.ndarray,
                       memory_s: np.ndarray, left_s: np.ndarray, measured_s: np.ndarray
                       ) -> tuple[dict[str, float], np.ndarray] | None:
@@ -202,8 +287,8 @@ def _joint_matmul_fit(keys: np.ndarray, work_s: np.ndarray, serial_s: np.ndarray
         if memory_bound.any():
             x[memory_bound, -1] = memory_s[memory_bound]
         weight = 1.0 / measured_s
-        coef = np.linalg.lstsq(x * weight[:, None], left_s * weight, rcond=None)[0]
-        if not np.all(coef > 0):
+        coef = _lstsq_dropping_serials(x * weight[:, None], left_s * weight, len(names))
+        if coef is None:
             return None
         slopes = dict(zip(columns, coef, strict=True))
         compute_s = work_s * np.array([slopes[k] for k in keys]) + serial_s * np.array(
@@ -220,7 +305,8 @@ def _joint_matmul_fit(keys: np.ndarray, work_s: np.ndarray, serial_s: np.ndarray
 
 def fit_with_pack(keys: list[str], work_s: np.ndarray, serial_s: np.ndarray,
                   kernels: np.ndarray, measured_s: np.ndarray, dispatch_s: float = 0.0,
-                  memory_s: np.ndarray | None = None) -> Fit:
+                  memory_s: np.ndarray | None = None, faults_s: np.ndarray | None = None
+                  ) -> Fit:
     """Every key's efficiency and each precision's `pack_<precision>` (and `gemv_<precision>`
     where a case is memory-bound): non-matmul keys as `fit_efficiencies` (no serial term); the
     matmul keys (gemm, conv, attention) of a precision jointly with its serial figures
@@ -230,17 +316,19 @@ def fit_with_pack(keys: list[str], work_s: np.ndarray, serial_s: np.ndarray,
     none is). NB: in relative error, so the skinny GEMMs, whose time is
     mostly packing and casts, weigh as much as the large ones (which dominate a network's
     time). Where the joint fit fails (`_joint_matmul_fit`: None), the serial term is priced at
-    the fitted stream figure (`serial_fixed_s`) and subtracted."""
+    the fitted stream figure (`serial_fixed_s`) and subtracted. `faults_s`: each case's fresh
+    page time (`case_fault_s`, measured, not fitted; None: 0), subtracted before fitting."""
     work_s, serial_s, kernels, measured_s = (np.asarray(a, dtype=float) for a in
                                              (work_s, serial_s, kernels, measured_s))
     memory_s = np.zeros_like(work_s) if memory_s is None else np.asarray(memory_s, dtype=float)
-    base = fit_efficiencies(keys, work_s, kernels, measured_s, dispatch_s)
+    faults = np.zeros_like(work_s) if faults_s is None else np.asarray(faults_s, dtype=float)
+    base = fit_efficiencies(keys, work_s, kernels, measured_s, dispatch_s, faults)
     efficiency = dict(base.efficiency)
     predicted_s = measured_s * (1.0 + base.relative_error)
     key_arr = np.asarray(keys)
     kinds = np.array([k.rpartition("_")[0] for k in keys])
     precisions = np.array([k.rpartition("_")[2] for k in keys])
-    left_s = measured_s - kernels * dispatch_s
+    left_s = measured_s - kernels * dispatch_s - faults
     for precision in sorted(set(precisions[np.isin(kinds, MATMUL_KERNELS)])):
         rows = np.isin(kinds, MATMUL_KERNELS) & (precisions == precision)
         joint = _joint_matmul_fit(key_arr[rows], work_s[rows], serial_s[rows], memory_s[rows],
@@ -249,13 +337,15 @@ def fit_with_pack(keys: list[str], work_s: np.ndarray, serial_s: np.ndarray,
             slopes, fitted_s = joint
             efficiency.update({k if k.endswith(f"_{precision}") else f"{k}_{precision}":
                                1.0 / v for k, v in slopes.items()})
-            predicted_s[rows] = fitted_s + kernels[rows] * dispatch_s
+            predicted_s[rows] = fitted_s + kernels[rows] * dispatch_s + faults[rows]
             continue
-        fixed = serial_fixed_s(list(key_arr[rows]), serial_s[rows], base.efficiency)
+        fixed = serial_fixed_s(list(key_arr[rows]), serial_s[rows], base.efficiency) + \
+            faults[rows]
         alone = fit_efficiencies(list(key_arr[rows]), work_s[rows], kernels[rows],
                                  measured_s[rows], dispatch_s, fixed)
         efficiency.update(alone.efficiency)
-        if any(serial_kernel(k) == QUANTIZE_KERNEL for k in key_arr[rows]):
+        if any(serial_kernel(k) == QUANTIZE_KERNEL and v > 0
+               for k, v in zip(key_arr[rows], serial_s[rows], strict=True)):
             # NB: the quantisation passes were priced at the stream figure: so is the model's
             efficiency[f"{QUANTIZE_KERNEL}_{precision}"] = with_group_figures(
                 base.efficiency).get(f"stream_{precision}", load_efficiency("cpu")[

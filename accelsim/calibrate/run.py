@@ -4,15 +4,21 @@
     result.files      # {"cpu": .../host-cpu.toml, "software": .../numpy-host.toml, ...}
 
 Steps (a tqdm bar on stderr says which): host facts; a memory stream; JPEG decode (Pillow);
-every kernel case (`cases.kernel_cases`) at each precision through the project's numpy kernels;
-the closed-form fit (`fit.fit_with_pack`); disk bandwidth and IOPS on a temporary file under
-the output folder; PyTorch as a second stack where it is importable. Writes `host-cpu.toml`
-(device profile), `numpy-host.toml` (software stack), `host-disk.toml` (storage medium),
-`pytorch-host.toml` (where measured) and `calibration.json` (every timing and fit error).
+the time per fresh page of numpy's temporaries (`alloc_bench`, glibc only); numpy's element
+passes (weight casts, int8 quantisation, an fp32 GEMV's stream) at 2^17 to 2^24 elements
+(`pass_bench`: the stack's `[cpu_passes]` tables); the host speed
+probes (`probe`, before and after the cases); every kernel case (`cases.kernel_cases`) at each
+precision through the project's numpy kernels (matmuls timed as a forward pass times them);
+the closed-form fit (`fit.fit_with_pack`, less each case's measured fault time); disk
+bandwidth and IOPS on a temporary file under the output folder; PyTorch as a second stack
+where it is importable. Writes `host-cpu.toml` (device profile), `numpy-host.toml`
+(software stack), `host-disk.toml` (storage medium), `pytorch-host.toml` (where measured)
+and `calibration.json` (every timing and fit error).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -26,6 +32,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from accelsim.calibrate.alloc_bench import measure_allocator
 from accelsim.calibrate.cases import (
     BUDGETS,
     Clock,
@@ -36,14 +43,25 @@ from accelsim.calibrate.cases import (
 )
 from accelsim.calibrate.fit import (
     Fit,
+    case_fault_s,
     case_key,
+    case_pass_s,
     fit_with_pack,
     unit_work_s,
     with_group_figures,
 )
 from accelsim.calibrate.host import HostFacts, host_facts
 from accelsim.calibrate.io_bench import measure_disk, measure_jpeg_decode
-from accelsim.calibrate.write import cpu_profile, measured_stack, storage_profile, write_profile
+from accelsim.calibrate.pass_bench import PASS_SIZES, measure_passes
+from accelsim.calibrate.probe import host_speed_probe_s
+from accelsim.calibrate.write import (
+    cpu_profile,
+    measured_stack,
+    storage_profile,
+    with_allocator,
+    with_passes,
+    write_profile,
+)
 from accelsim.devices.profile import load_profile
 from accelsim.devices.software import load_stack
 from accelsim.errors import AccelsimError
@@ -59,7 +77,9 @@ PLAN = {
              "disk_bytes": 4 << 20, "random_reads": 100, "jpegs": 2},
 }
 DISPATCH_REPEATS = 50
+ALLOCATOR_REPEATS = 5
 STREAM_REPEATS = 20
+PASS_REPEATS = 3  # timed runs per element pass, size and sweep (least of; 8 s a sweep)
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 SHARED_HOST_NOTE = ("each figure is the least of several runs, to filter out other processes; "
                     "on a host shared with other work the figures still lean slow")
@@ -76,18 +96,24 @@ class Calibration:
 
 def _fit_cases(profile: Any, precisions: tuple[str, ...], plan: dict[str, Any],
                cases: list[Any], bar: tqdm, clock: Clock, timer: Any = time_case,
-               weight_casts: bool = False) -> tuple[Fit, list[dict[str, Any]]]:
+               weight_casts: bool = False, allocator: tuple[float, int, int] | None = None,
+               passes: dict[str, Any] | None = None) -> tuple[Fit, list[dict[str, Any]]]:
     """Time every case at every precision with `timer(case, precision, repeats, clock)`,
     keeping each one's least time over `plan["passes"]` passes through all of them (NB: a
     burst of other work on a shared host then spoils one pass of a case, not all), and fit
     (`fit.fit_with_pack`: matmul keys jointly with their precision's packing and weight-cast
     passes, or for int8 GEMMs and convolutions the per-call quantisation of both operands;
     `weight_casts`: the stack casts weights in every call, as the numpy kernels do below 32
-    bits)."""
+    bits; `allocator`: (fresh_page_s, page_bytes, mmap_threshold_bytes), whose fault time
+    per case is measured, not fitted: `fit.case_fault_s`; `passes`: the measured element-pass
+    tables (`pass_bench`), whose time per case is measured, not fitted: `fit.case_pass_s`; a
+    case they price whole, a GEMV, fits nothing and keeps its error beside the fit's)."""
     rows: list[dict[str, Any]] = []
     timed: list[Any] = []
-    for precision in precisions:
-        for case in cases:
+    # NB: case-major, precisions inner: a burst of other work spoils a few cases of every
+    # precision rather than one precision's whole fit
+    for case in cases:
+        for precision in precisions:
             rows.append({"case": case.name, "kernel": case.kernel, "precision": precision,
                          "key": case_key(case, precision), "measured_s": float("inf")})
             timed.append(case)
@@ -101,15 +127,26 @@ def _fit_cases(profile: Any, precisions: tuple[str, ...], plan: dict[str, Any],
     bar.set_description("fitting")
     for row, case in zip(rows, timed, strict=True):
         row["work_s"], row["serial_s"], row["memory_s"], row["kernels"] = unit_work_s(
-            profile, case, row["precision"], weight_casts)
-    work, serial, memory, kernels, measured = (
-        np.array([r[c] for r in rows])
-        for c in ("work_s", "serial_s", "memory_s", "kernels", "measured_s"))
-    fit = fit_with_pack([r["key"] for r in rows], work, serial, kernels, measured, dispatch_s,
-                        memory)
-    for row, err in zip(rows, fit.relative_error, strict=True):
+            profile, case, row["precision"], weight_casts, passes)
+        row["fault_s"] = case_fault_s(case, row["precision"], allocator, weight_casts)
+        row["pass_s"], row["pass_priced"] = case_pass_s(profile, case, row["precision"],
+                                                        weight_casts, passes)
+    fitted = [r for r in rows if not r["pass_priced"]]
+    work, serial, memory, kernels, measured, faults = (
+        np.array([r[c] for r in fitted])
+        for c in ("work_s", "serial_s", "memory_s", "kernels", "measured_s", "fault_s"))
+    fixed = faults + np.array([r["pass_s"] for r in fitted])
+    fit = fit_with_pack([r["key"] for r in fitted], work, serial, kernels, measured,
+                        dispatch_s, memory, fixed)
+    for row, err in zip(fitted, fit.relative_error, strict=True):
         row["fit_relative_error"] = float(err)
-    return fit, rows
+    for row in rows:
+        if row["pass_priced"]:  # NB: in-sample all the same: the tables are measured here
+            row["fit_relative_error"] = float(
+                (row["pass_s"] + row["kernels"] * dispatch_s + row["fault_s"])
+                / row["measured_s"] - 1.0)
+    errors = np.array([r["fit_relative_error"] for r in rows])
+    return dataclasses.replace(fit, relative_error=errors), rows
 
 
 def _torch_step(out_dir: Path, profile: Any, facts: HostFacts, date: str, plan: dict[str, Any],
@@ -158,7 +195,7 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
                             f"({err.strerror or err})") from None
     cases = kernel_cases(budget)
     n_torch = len(cases) * 2 * plan["passes"] if torch else 0
-    steps = 4 + len(cases) * len(plan["precisions"]) * plan["passes"] + n_torch
+    steps = 5 + len(cases) * len(plan["precisions"]) * plan["passes"] + n_torch
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     result = Calibration()
     with tqdm(total=steps, disable=not progress, unit="step", leave=False) as bar:
@@ -175,8 +212,18 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
                                             "CPU device profile measured by accelsim calibrate")
         profile = load_profile(result.files["cpu"])
         bar.update()
+        bar.set_description("fresh page faults")
+        figures = measure_allocator(ALLOCATOR_REPEATS, clock=clock)
+        allocator = None if figures is None else (
+            figures.fresh_page_s, figures.page_bytes, figures.mmap_threshold_bytes)
+        bar.update()
+        bar.set_description("element passes")
+        passes = measure_passes(plan["precisions"], PASS_SIZES[budget], PASS_REPEATS, clock,
+                                plan["passes"])
+        probes = [host_speed_probe_s(clock=clock)]
         fit, rows = _fit_cases(profile, plan["precisions"], plan, cases, bar, clock,
-                               weight_casts=True)
+                               weight_casts=True, allocator=allocator, passes=passes)
+        probes.append(host_speed_probe_s(clock=clock))
         note = (f"{len(rows)} cases of {', '.join(plan['precisions'])}, {_clock_name(clock)}; "
                 f"median |fit error| {fit.median_abs_error:.1%}")
         blas = _blas_name()
@@ -184,6 +231,8 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
             f"accelsim's numpy kernels (numpy {np.__version__}, {blas}) on {facts.hostname}, "
             "measured", with_group_figures(fit.efficiency), fit.per_kernel_s, True,
             profile.compute.single_thread_equiv_clock_hz / 1e9, facts.hostname, date, note)
+        stack = with_allocator(stack, figures, facts.hostname, date, _clock_name(clock))
+        stack = with_passes(stack, passes, facts.hostname, date, _clock_name(clock))
         result.files["software"] = write_profile(
             out_dir / "numpy-host.toml", stack, "Software stack measured by accelsim calibrate")
         load_stack(result.files["software"])
@@ -211,6 +260,15 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
         "clock": _clock_name(clock),
         "blas_threads_env": {k: os.environ[k] for k in BLAS_THREAD_VARS if k in os.environ},
         "fp32_vector_peak_flops_per_s": peak, "stream_bytes_per_s": stream,
+        "host_speed_probe_s": {k: min(p[k] for p in probes) for k in probes[0]},
+        "host_speed_probes_s": probes,
+        "allocator": None if figures is None else {
+            "fresh_page_s": figures.fresh_page_s, "page_bytes": figures.page_bytes,
+            "mmap_threshold_bytes": figures.mmap_threshold_bytes, "note": figures.note},
+        "element_passes_ns_per_element": {
+            name: dict(zip((str(int(w)) for w in t.working_set_bytes),
+                           (s * 1e9 for s in t.s_per_element_points), strict=True))
+            for name, t in passes.items()},
         "jpeg_decode_s_per_image": jpeg_s, "jpeg_note": jpeg_note,
         "disk": {"read_bandwidth_bytes_per_s": disk.read_bandwidth_bytes_per_s,
                  "random_read_4k_iops": disk.random_read_4k_iops,

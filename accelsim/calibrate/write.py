@@ -200,3 +200,40 @@ def measured_stack(description: str, efficiency: dict[str, float], per_kernel_s:
         "graph": {"weight_casts": weight_casts, "layout_conversions_per_conv": 0.0},
         "efficiency": {"tensor_core": 1.0, "cuda_core": 1.0, "dram_bandwidth": 1.0},
         "cpu_efficiency": kept, "sources": sources}
+
+
+def with_allocator(stack: dict[str, Any], figures: Any, host: str, date: str, clock: str
+                   ) -> dict[str, Any]:
+    """`stack` (`measured_stack`'s data) plus its `[allocator]` table from the measured
+    `figures` (`alloc_bench.AllocatorFigures`; None: unchanged, no fault term)."""
+    if figures is None:
+        return stack
+    from accelsim.calibrate.alloc_bench import THRESHOLD_SOURCE
+
+    sources = dict(stack["sources"])
+    sources.update({
+        "allocator.fresh_page_us": measured(host, date, f"{figures.note}, {clock}"),
+        "allocator.page_bytes": measured(host, date, "mmap.PAGESIZE"),
+        "allocator.mmap_threshold_kib": THRESHOLD_SOURCE,
+    })
+    return {**stack, "allocator": {
+        "fresh_page_us": figures.fresh_page_s * 1e6, "page_bytes": figures.page_bytes,
+        "mmap_threshold_kib": figures.mmap_threshold_bytes // 1024}, "sources": sources}
+
+
+def with_passes(stack: dict[str, Any], tables: dict[str, Any], host: str, date: str,
+                clock: str) -> dict[str, Any]:
+    """`stack` (`measured_stack`'s data) plus its `[cpu_passes]` tables (`pass_bench`; none:
+    unchanged). Each pass's time is measured, so its `[cpu_efficiency]` figure, which the fit
+    no longer fits (`fit.unit_work_s`), is not written."""
+    if not tables:
+        return stack
+    from accelsim.calibrate.pass_bench import ROW
+    from accelsim.devices.cpu_passes import pass_table_data
+
+    sources = dict(stack["sources"])
+    for name in tables:
+        sources[f"cpu_passes.{name}"] = measured(
+            host, date, f"numpy's {name} pass over a fresh fp32 array of {ROW} columns, the "
+            f"least of a few runs per size, {clock}")
+    return {**stack, "cpu_passes": pass_table_data(tables), "sources": sources}

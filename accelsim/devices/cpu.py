@@ -14,7 +14,14 @@ Per row of the work table:
   Except under a stack that quantises an integer precision per call (its `quantize_<precision>`
   figure, as numpy's int8 kernels do: `quantized_rows`): such a GEMM is the quantisation of
   both fp32 operands ((m k + k n) x 4 B / (bandwidth x quantize figure)) then an integer loop
-  at the GEMM efficiency with no micro-tile waste, no packing and no separate cast.
+  at the GEMM efficiency with no micro-tile waste, no packing and no separate cast. Under a
+  stack with `[allocator]` figures, the fresh pages of the per-call temporaries at or above
+  its mmap threshold add their measured fault time (`cpu_alloc`, `fault_s`). Under a stack
+  with `[cpu_passes]` tables (`cpu_passes`), the weight casts, the per-call quantisation and a
+  GEMV's stream take the measured time per element at their working set instead of their
+  bytes at one fitted figure. Where packing,
+  cast, transpose and quantisation traffic goes (DRAM or on-chip), for time and energy
+  alike: `serial_traffic_bytes`.
 - other rows stream their bytes at the sustained DRAM bandwidth; their FLOPs run on the vector
   units.
 - overhead: the software stack's dispatch time per unfused op (`hw_profiles/software/`; a
@@ -40,15 +47,19 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.core import device_model
-from accelsim.devices.cpu_blas import blas_gemm_terms, pack_bytes
+from accelsim.devices.cpu_alloc import fresh_bytes, fresh_pages
+from accelsim.devices.cpu_blas import PACK_PASSES, blas_gemm_terms, pack_bytes
+from accelsim.devices.cpu_passes import pass_times_s
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.gpu import amp_weight_casts
 from accelsim.devices.mapping import kernel_counts, per_row, row_energy_j, row_gemms
 from accelsim.devices.software import (
     SoftwareStack,
     host_single_thread_hz,
-    layout_conversions,
     resolve_software,
+)
+from accelsim.devices.stack_costs import (
+    layout_conversions,
     stack_fused_rows,
 )
 from accelsim.devices.tiling import core_costs, row_traffic_bytes
@@ -175,11 +186,13 @@ def micro_tile(profile: Any, stack: SoftwareStack, unit: str,
 
 def quantized_rows(work: pd.DataFrame, stack: SoftwareStack, precision: str) -> np.ndarray:
     """Rows whose GEMM the stack quantises per call: an integer `precision`, a stack that gives
-    its `quantize_<precision>` figure, and an op the int8 kernels quantise
+    its `quantize_<precision>` figure or pass table, and an op the int8 kernels quantise
     (`kernels.execute.INT8_KINDS`; NB: attention and lstm run their fp32 kernels there), in
     the forward pass (NB: backward rows keep the BLAS model; the kernels have no int8 backward).
     """
-    if not get_format(precision).is_integer or stack.cpu_factor("quantize", precision) is None:
+    priced = stack.cpu_factor("quantize", precision) is not None or \
+        f"quantize_{precision}" in stack.cpu_passes
+    if not get_format(precision).is_integer or not priced:
         return np.zeros(len(work), dtype=bool)
     return (work["matmul"].to_numpy(dtype=bool) & work["op"].isin(QUANTIZED_OPS).to_numpy()
             & (work["phase"] == "forward").to_numpy())
@@ -222,6 +235,49 @@ def serial_stream_bytes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, p
         "casts": casts, "transposes": transposes}, index=work.index)
 
 
+def fault_s(work: pd.DataFrame, gemms: pd.DataFrame, precision: str, stack: SoftwareStack
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """(per row, the time faulting in the fresh pages of its per-call temporaries, s; those
+    bytes): pages (`cpu_alloc.fresh_bytes` at the stack's mmap threshold, whole pages) x the
+    stack's measured time per fresh page; zeros under a stack without `[allocator]` figures
+    (every built-in stack: their frameworks keep caching allocators)."""
+    if stack.allocator is None:
+        return np.zeros(len(work)), np.zeros(len(work))
+    page_s, page_bytes, threshold_bytes = stack.allocator
+    fresh = fresh_bytes(work, gemms, precision, quantized_rows(work, stack, precision),
+                        stack.weight_casts, threshold_bytes, page_bytes)
+    return fresh_pages(fresh, page_bytes) * page_s, fresh
+
+
+def serial_traffic_bytes(serial: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(DRAM bytes, on-chip bytes) per row of its serial passes (`serial_stream_bytes`) beyond
+    the operands' compulsory traffic: the one place that decides where that traffic goes, for
+    time and energy alike. Weight casts and layout transposes are ops of their own that read
+    and write their arrays in DRAM: DRAM bytes, in the row's memory time as well as its
+    serial time. A BLAS pack reads each operand once, which is the operand's compulsory DRAM
+    read (no DRAM byte added: its time is priced per pack byte at the stack's `pack` figure of
+    the DRAM bandwidth because that read streams from DRAM), and writes the packed copy into
+    L2 / L3 (`PACK_PASSES`: half the pack bytes, on-chip). Per-call quantisation reads the
+    fp32 operands (their compulsory read) and passes its temporaries through the caches
+    (on-chip). NB: counting the pack's bytes as DRAM bytes beside the operands would ask more
+    of DRAM than the row's time allows (the roofline); counting all of them on-chip would
+    count the read twice."""
+    dram = (serial["cast"] + serial["transpose"]).to_numpy(dtype=float)
+    onchip = (serial["pack"] / PACK_PASSES + serial["quantize"]).to_numpy(dtype=float)
+    return dram, onchip
+
+
+def _quantize_rate_s(serial: pd.DataFrame, stack: SoftwareStack, precision: str, mem: Any
+                     ) -> np.ndarray:
+    """Per row, the quantisation bytes at the stack's `quantize_<precision>` figure, s (NaN
+    where the stack gives no figure: only its pass table prices such rows)."""
+    own = stack.cpu_factor("quantize", precision)
+    if own is None:
+        return np.full(len(serial), np.nan)
+    eff = _modified(own, stack.modifier("dram_bandwidth", "cpu"))
+    return serial["quantize"].to_numpy() / (float(mem.bandwidth_bytes_per_s) * eff)
+
+
 @device_model("cpu")
 def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
               software: str | SoftwareStack) -> pd.DataFrame:
@@ -254,19 +310,22 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     vector_rate = vector_peak_flops_per_s(profile, precision) * vector_eff
     stream_rate = float(mem.bandwidth_bytes_per_s) * stream_eff
     serial = serial_stream_bytes(profile, work, gemms, precision, stack)
-    extra_dram = (serial["cast"] + serial["transpose"]).to_numpy()
+    extra_dram, extra_onchip = serial_traffic_bytes(serial)
     # NB: packing, casts and transposes are passes of the cores over memory before the math
     # (Goto packs ahead of its macro-kernel; casts and transposes are ops of their own), so
     # they add to its time rather than overlapping it. Packing and casts run at the stack's
     # `pack` figure where it gives one, else at the row's stream efficiency.
     pack_rate = float(mem.bandwidth_bytes_per_s) * pack_efficiency(stack, precision, stream_eff)
-    serial_s = (serial["pack"] + serial["cast"]).to_numpy() / pack_rate + \
+    # NB: a pass the stack's `[cpu_passes]` tables price (measured per element by working set)
+    # takes the table's time instead of its bytes at a fitted rate (`cpu_passes`)
+    passes = pass_times_s(work, gemms, precision, stack.cpu_passes, quantized,
+                          serial["casts"].to_numpy(), width)
+    cast_s = np.where(passes["cast"], passes["cast_s"], serial["cast"].to_numpy() / pack_rate)
+    serial_s = serial["pack"].to_numpy() / pack_rate + cast_s + \
         serial["transpose"].to_numpy() / stream_rate
     if quantized.any():
-        quantize_eff = _modified(stack.cpu_factor("quantize", precision),
-                                 stack.modifier("dram_bandwidth", "cpu"))
-        serial_s = serial_s + serial["quantize"].to_numpy() / (
-            float(mem.bandwidth_bytes_per_s) * quantize_eff)
+        serial_s = serial_s + np.where(passes["quantize"], passes["quantize_s"],
+                                       _quantize_rate_s(serial, stack, precision, mem))
     # NB: a matmul streams its operands from DRAM at the stack's `gemv` figure, else at its
     # packing figure (both fitted on matmuls; its stream ops' figure carries their own
     # per-element work, e.g. numpy's bf16 rounding)
@@ -274,15 +333,21 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     operand_rate = pack_rate if gemv is None else float(mem.bandwidth_bytes_per_s) * _modified(
         gemv, stack.modifier("dram_bandwidth", "cpu"))
     stream_rate = np.where(matmul, operand_rate, stream_rate)
+    # NB: fresh pages are faulted in serially with the math (the kernel zero-fills each)
+    faults_s, fresh = fault_s(work, gemms, precision, stack)
     compute_s = np.where(matmul, flops * quant / (matmul_peak * gemm_eff),
-                         flops / vector_rate) + serial_s
+                         flops / vector_rate) + serial_s + faults_s
 
     fused = stack_fused_rows(work, stack)
     dram, onchip = row_traffic_bytes(work, factors, fused)  # on-chip: through the caches
     dram = dram + extra_dram
-    # NB: packed buffers and the quantisation passes' temporaries live in L2 / L3
-    onchip = onchip + (serial["pack"] + serial["quantize"]).to_numpy()
+    # NB: the kernel zero-fills fresh pages through the caches (then written back as the
+    # array is; that write-back is not counted, as no temporary's is)
+    onchip = onchip + extra_onchip + fresh
     memory_s = dram / stream_rate
+    # NB: a GEMV under a `gemv_fp32` table: its weight cast, then BLAS's stream of both
+    # operands, serial (numpy casts before it multiplies); its math hides under the stream
+    memory_s = np.where(passes["gemv"], passes["gemv_s"] + cast_s, memory_s)
     # NB: a backward matmul's two GEMMs are two ops to the framework, as on the GPU.
     ops = np.where(fused, 0.0, kernel_counts(work)) + serial["casts"].to_numpy() + \
         serial["transposes"].to_numpy()

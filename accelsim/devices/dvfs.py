@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-MIN_CLOCK_FRACTION = 0.05  # NB: the lowest DVFS state searched, below any listed base clock
+# NB: a bound of the search, not a device figure (profiles give no lowest clock): below any
+# listed base clock, so the power limit, not this floor, sets the clock; a kernel over the
+# limit even here is stretched (module docstring).
+MIN_CLOCK_FRACTION = 0.05
 _ITERATIONS = 40  # bisection steps: 2^-40 of the clock range
 
 

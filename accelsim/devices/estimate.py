@@ -189,6 +189,13 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
 
         notes.append(f"ops the NPU cannot run ran on the stand-in host CPU '{DEFAULT_HOST}' "
                      "(no host CPU profile: the system's CPU is defined inline or not given)")
+    if getattr(profile, "operand_srams", None) is not None:  # SCALE-Sim's SRAM model
+        from accelsim.devices.mapping import row_gemms
+        from accelsim.devices.systolic_memory import address_free_note
+
+        note = address_free_note(work, row_gemms(work, gemms_for(graph, batch)))
+        if note:
+            notes.append(note)
     if unsupported:
         notes.append(f"{len(unsupported)} op kinds have no cost formula and are not costed: "
                      f"{', '.join(unsupported)}")

@@ -24,7 +24,7 @@ engine per cycle (the width of one output tile), or on the fabric at one op per 
 
 The software stack (`software`; Vitis AI by default) decides what fuses: the op groups its
 `graph.fuses` names (vitis-ai: normalisation and elementwise) join their producer
-(`software.stack_fused_rows`; NB: BN folded, activations and residual adds applied as a tile
+(`stack_costs.stack_fused_rows`; NB: BN folded, activations and residual adds applied as a tile
 drains through the misc engine, the excess over the producer's time charged as on an NPU; on
 the fabric the fused work shares its producer's DSP lanes and costs its own time there),
 moving only a residual input. Every other overlay layer's tile cycles are divided by
@@ -34,7 +34,7 @@ board, fitted on the ZCU102 and Alveo U200 rows of calibration_measurements.csv 
 `cuda_core` and `dram_bandwidth` modifiers scale the misc engine and DRAM, its
 `host.per_kernel_us.fpga` is waited on per unfused kernel beyond its own time (issue overlaps
 the device, as on a GPU), and a stack with weight casts or layout conversions is refused
-(`software.compiled_stack`). NB: no per-layer dispatch time:
+(`stack_costs.compiled_stack`). NB: no per-layer dispatch time:
 those rows (large CNNs, every engine busy) cannot separate it from the MAC efficiency.
 On-chip BRAM + URAM hold the tiles, half of them double-buffering: `mapping.refetch_bytes`
 decides the extra DDR/HBM traffic when a layer does not fit. NB: only the primary off-chip
@@ -63,8 +63,8 @@ from accelsim.devices.mapping import (
     vector_flops,
 )
 from accelsim.devices.profile_types import DeviceProfile, OverlaySpec
-from accelsim.devices.software import (
-    SoftwareStack,
+from accelsim.devices.software import SoftwareStack
+from accelsim.devices.stack_costs import (
     capped_factor,
     compiled_stack,
     host_issue_wait_s,

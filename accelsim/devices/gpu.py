@@ -40,12 +40,11 @@ from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import offchip_energy_j
 from accelsim.devices.gpu_gemm import gemm_factors
 from accelsim.devices.mapping import kernel_counts, listed_vector_peak, row_energy_j
-from accelsim.devices.software import (
-    SoftwareStack,
+from accelsim.devices.software import SoftwareStack, resolve_software
+from accelsim.devices.stack_costs import (
     capped_factor,
     host_issue_wait_s,
     layout_conversions,
-    resolve_software,
     stack_fused_rows,
 )
 from accelsim.devices.tiling import core_costs, row_traffic_bytes

@@ -44,7 +44,8 @@ def row_gemms(work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
     "dx" or "dw"), m, n, k (output m x n, reduction k), count, macs. Forward rows take the
     forward GEMMs of their op; backward rows the two gradient GEMMs (`GRADIENT_GEMMS`).
     Order: the forward GEMMs, then the dx, then the dw GEMMs, each in row order and, within a
-    row, in the order `gemms` lists them."""
+    row, in the order `gemms` lists them. Column im2col: a forward conv GEMM's im2col shape
+    (`counts.Gemm.im2col`), () otherwise."""
     rows = np.flatnonzero(work["matmul"].to_numpy(dtype=bool))
     ops = work["op_index"].to_numpy()[rows]
     backward = work["phase"].to_numpy()[rows] == "backward"
@@ -65,10 +66,13 @@ def row_gemms(work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
               for name, perm in GRADIENT_GEMMS.items()]
     m, n, k = (np.concatenate([p[2][i] for p in parts]) for i in range(3))
     cnt = np.concatenate([p[3] for p in parts])
+    # A forward conv's im2col shape (`counts.Gemm.im2col`); gradient GEMMs have none.
+    shapes = gemms["im2col"].tolist() if "im2col" in gemms else [()] * len(gemms)
+    im2col = [shapes[t] for t in take[is_fwd]] + [()] * (len(m) - int(is_fwd.sum()))
     return pd.DataFrame({
         "row": np.concatenate([p[0] for p in parts]).astype(np.int64),
         "gemm": np.concatenate([np.full(len(p[0]), p[1], dtype=object) for p in parts]),
-        "m": m, "n": n, "k": k, "count": cnt, "macs": m * n * k * cnt})
+        "m": m, "n": n, "k": k, "count": cnt, "macs": m * n * k * cnt, "im2col": im2col})
 
 
 def forward_dims(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ Per row of the work table:
   conv keeps about 1/cols of the array busy. Without a geometry the mapping is ideal (NB).
 - NPU toolchains (Edge TPU compiler, TensorRT for DLA) compile ahead of time: the op groups
   the software stack's `graph.fuses` names (tflite-edgetpu: normalisation and elementwise)
-  fuse into their producer (`software.stack_fused_rows`; NB: BN folded, activation applied as
+  fuse into their producer (`stack_costs.stack_fused_rows`; NB: BN folded, activation applied as
   the array's outputs drain), so a
   fused row costs no time and moves only the inputs its producer did not write (a residual);
   its energy is spent within its producer's time (`core.finish` caps their power together).
@@ -25,7 +25,7 @@ Per row of the work table:
   fitted on one measurement (named there), held out on the others
   (benchmarks/results/fidelity_other.md). Column `kernels` counts them. The stack's
   `[efficiency]` modifiers scale the MAC array, vector path and DRAM rates (capped at 1);
-  a stack with `weight_casts` or layout conversions is refused (`software.compiled_stack`).
+  a stack with `weight_casts` or layout conversions is refused (`stack_costs.compiled_stack`).
 - other rows run on the vector path: the vector peak at the precision (or fp32), else one
   element op per MAC lane per cycle (NB: an upper bound, no vector figure published).
 - DRAM traffic: each operand once, plus `mapping.refetch_bytes` (half the SRAM resident, half
@@ -74,8 +74,8 @@ from accelsim.devices.mapping import (
     vector_flops,
 )
 from accelsim.devices.profile_types import DeviceProfile
-from accelsim.devices.software import (
-    SoftwareStack,
+from accelsim.devices.software import SoftwareStack
+from accelsim.devices.stack_costs import (
     capped_factor,
     compiled_stack,
     host_issue_wait_s,

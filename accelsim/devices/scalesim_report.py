@@ -68,8 +68,9 @@ def _demand_span(stream: Stream, rows: int, per_fold: int) -> tuple[int, int]:
 
 
 def layer_report(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
-                 profile: DeviceProfile) -> dict[str, float]:
-    """The three reports' figures of one GEMM (module docstring)."""
+                 profile: DeviceProfile, im2col: tuple[int, ...] = ()) -> dict[str, float]:
+    """The three reports' figures of one GEMM (a conv's: `im2col`, `counts.Gemm.im2col`)
+    (module docstring)."""
     srams = profile.operand_srams
     if srams is None:
         raise AccelsimError(f"{profile.name}: SCALE-Sim reports need a systolic array with "
@@ -78,7 +79,7 @@ def layer_report(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
                          + srams.ofmap_words_per_cycle):
         raise AccelsimError(f"{profile.name}: SCALE-Sim reports need DRAM ports of a given "
                             "bandwidth (InterfaceBandwidth USER), not CALC")
-    f = gemm_memory(m, n, k, rows, cols, dataflow, srams)
+    f = gemm_memory(m, n, k, rows, cols, dataflow, srams, tuple(im2col))
     sr, sc, t = array_mapping(m, n, k, dataflow)
     fr, fc = (int(x) for x in fold_counts(m, n, k, rows, cols, dataflow))
     per_fold = fold_cycles(rows, cols, t, dataflow)
@@ -125,11 +126,11 @@ def scalesim_tables(graph: Graph, profile: DeviceProfile, batch: int = 1,
     flow = dataflow or dataflow_of(profile)
     gemms = gemms_for(graph, batch)
     rows: list[dict[str, Any]] = []
-    for m, n, k, count in zip(gemms["m"], gemms["n"], gemms["k"], gemms["count"],
-                              strict=True):
+    for m, n, k, count, shape in zip(gemms["m"], gemms["n"], gemms["k"], gemms["count"],
+                                     gemms["im2col"], strict=True):
         for _ in range(int(count)):  # NB: each instance is a layer, as SCALE-Sim runs them
             rows.append(layer_report(int(m), int(n), int(k), int(c.mxu_rows),
-                                     int(c.mxu_cols), flow, profile))
+                                     int(c.mxu_cols), flow, profile, shape))
     frame = pd.DataFrame(rows, columns=[*COMPUTE, *BANDWIDTH, *DETAILED])
     counts = [col for col in frame if col.endswith(("Reads", "Writes", "Total Cycles",
                                                     "prefetch)", "Stall Cycles"))]

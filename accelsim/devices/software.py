@@ -19,6 +19,8 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
            per_request_us  >= 0  optional: a server's time per request (triton)
            reference_single_thread_ghz  > 0  the host single-thread clock (Ice Lake-equivalent,
                            `single_thread_equiv_clock` of CPU profiles) the host times hold at
+           framework_cores_per_device  int >= 0  optional: host cores its own process keeps
+                           busy per accelerator (training loop, launches)
     [host.per_kernel_us]   >= 0  per class (gpu, cpu, ...): host time to issue one kernel / op
     [graph] fuses          [str] optional: "elementwise", "normalization" rows fused into the
                            producer kernel (absent: nothing fused)
@@ -46,6 +48,20 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
     [cpu_tiling] micro_tile_m, micro_tile_n   optional, CPU only: the register micro-tile of
                            the stack's GEMM kernels (rows along M, columns along N), replacing
                            the class's `assumed.micro_tile` (accelsim.devices.cpu_blas)
+    [llm]                  optional, for decoders (`accelsim.llm`): kv_block_tokens (int >= 1,
+                           tokens per paged KV-cache block), max_running_sequences (int >= 1,
+                           a server's default largest running batch), memory_reserve_fraction
+                           [0, 1] (device memory left to context, allocator, buffers)
+    (framework_cores_per_device and [llm] absent: the device class's default stack's figure)
+    [allocator] fresh_page_us > 0, page_bytes int, mmap_threshold_kib int   optional, CPU
+                           only: the C allocator under the stack's kernels (a measured stack):
+                           per-call temporaries at or above the mmap threshold are fresh
+                           pages, each faulted in at `fresh_page_us` (accelsim.devices.cpu_alloc)
+    [cpu_passes.<pass>] working_set_bytes [> 0, increasing], ns_per_element [> 0]   optional,
+                           CPU only: measured time per element of numpy's per-call element
+                           passes (cast_fp16, cast_bf16, quantize_int8, gemv_fp32) by working
+                           set, interpolated log-log (accelsim.devices.cpu_passes); a pass with
+                           a table is priced by it, not by a `[cpu_efficiency]` figure
 
 `--software` takes a built-in name or a path to a stack file (`*.toml`).
 
@@ -60,13 +76,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from accelsim.datafiles import builtin_files
-from accelsim.devices.mapping import FUSION_GROUP_OPS, fused_rows
+from accelsim.devices.cpu_passes import split_pass_tables
+from accelsim.devices.mapping import FUSION_GROUP_OPS
 from accelsim.errors import ConfigError, UnknownNameError
-from accelsim.physical import DURATION, FREQUENCY
+from accelsim.physical import DURATION, FREQUENCY, MAX_BATCH, MAX_INPUT, MAX_THREADS
 from accelsim.schema import (
     Field,
     count,
@@ -109,6 +123,8 @@ FIELDS = (
         non_negative("per_request_us", US, "per_request_s", required=False, span=DURATION),
         positive("reference_single_thread_ghz", 1e9, "reference_single_thread_hz",
                  span=FREQUENCY),
+        Field("framework_cores_per_device", int, required=False, low=0.0, high=MAX_THREADS,
+              si_type=int),
         Field("per_kernel_us", dict, sub=_PER_KERNEL),
     )),
     Field("graph", dict, sub=(
@@ -127,6 +143,13 @@ FIELDS = (
         for k in (*CPU_KERNELS, *CPU_OP_KEYS) for p in CPU_PRECISIONS)),
     Field("cpu_tiling", dict, required=False, sub=(
         count("micro_tile_m", high=MAX_MICRO_TILE), count("micro_tile_n", high=MAX_MICRO_TILE))),
+    Field("llm", dict, required=False, sub=(
+        count("kv_block_tokens", high=MAX_INPUT, required=False),
+        count("max_running_sequences", high=MAX_BATCH, required=False),
+        Field("memory_reserve_fraction", float, required=False, low=0.0, high=1.0))),
+    Field("allocator", dict, required=False, sub=(
+        positive("fresh_page_us", US, "fresh_page_s", span=DURATION),
+        count("page_bytes"), count("mmap_threshold_kib"))),
 )
 
 
@@ -154,6 +177,27 @@ class SoftwareStack:
     fp32_on_tf32: tuple[str, ...] = ()
     efficiency_classes: tuple[str, ...] | None = None  # None: every class of the stack
     source: str = field(default="", compare=False, repr=False)  # the file it was loaded from
+    framework_cores_per_device: int | None = None  # None: the stack gives none
+    kv_block_tokens: int | None = None  # None (and below): the stack gives none
+    max_running_sequences: int | None = None
+    memory_reserve_fraction: float | None = None
+    # (fresh_page_s, page_bytes, mmap_threshold_bytes): `[allocator]`; None: no fault term
+    allocator: tuple[float, int, int] | None = None
+    # `[cpu_passes]`: measured element-pass tables by pass name (`cpu_passes.PassTable`)
+    cpu_passes: dict[str, Any] = field(default_factory=dict)
+
+    def figure(self, path: str, device_class: str) -> Any:
+        """An optional figure ("host.framework_cores_per_device", "llm.<key>"): the stack's,
+        else the `device_class` default stack's; ConfigError naming it where neither has one."""
+        key = path.split(".")[1]
+        if getattr(self, key) is not None:
+            return getattr(self, key)
+        fallback = default_stack(device_class)
+        if getattr(fallback, key) is None:
+            raise ConfigError(self.source or self.name, path, None, f"neither this stack nor "
+                              f"'{fallback.name}' (the {device_class} default, "
+                              f"{fallback.source or 'built in'}) gives it")
+        return getattr(fallback, key)
 
     @property
     def host_scale(self) -> float:
@@ -216,7 +260,13 @@ def _from_values(name: str, v: dict[str, Any], sources: dict[str, str]) -> Softw
         cpu_efficiency={k: x for k, x in (v.get("cpu_efficiency") or {}).items()
                         if x is not None},
         cpu_micro_tile=(None if not v.get("cpu_tiling") else
-                        (v["cpu_tiling"]["micro_tile_m"], v["cpu_tiling"]["micro_tile_n"])))
+                        (v["cpu_tiling"]["micro_tile_m"], v["cpu_tiling"]["micro_tile_n"])),
+        framework_cores_per_device=host.get("framework_cores_per_device"),
+        **{k: (v.get("llm") or {}).get(k) for k in ("kv_block_tokens", "max_running_sequences",
+                                                    "memory_reserve_fraction")},
+        allocator=(None if not v.get("allocator") else
+                   (v["allocator"]["fresh_page_s"], v["allocator"]["page_bytes"],
+                    v["allocator"]["mmap_threshold_kib"] * 1024)))
 
 
 def load_stack(name_or_path: str | Path) -> SoftwareStack:
@@ -224,8 +274,10 @@ def load_stack(name_or_path: str | Path) -> SoftwareStack:
     file, the field and the value)."""
     path = find_profile(name_or_path, "software/*.toml", "software stack")
     src = str(path)
-    values, sources = parse_profile(read_toml(path), FIELDS, src)
-    stack = dataclasses.replace(_from_values(path.stem, values, sources), source=src)
+    raw, passes, pass_sources = split_pass_tables(read_toml(path), src)
+    values, sources = parse_profile(raw, FIELDS, src)
+    stack = dataclasses.replace(_from_values(path.stem, values, {**sources, **pass_sources}),
+                                source=src, cpu_passes=passes)
     missing = [c for c in stack.classes if c in ("gpu", "cpu") and c not in stack.per_kernel_s]
     if missing:
         raise ConfigError(src, f"host.per_kernel_us.{missing[0]}", None,
@@ -338,63 +390,3 @@ def host_single_thread_hz(cpu_profile: Any) -> float | None:
     """The single-thread clock of a CPU profile (None where it publishes none)."""
     compute = getattr(cpu_profile, "compute", None)
     return getattr(compute, "single_thread_equiv_clock_hz", None)
-
-
-def stack_fused_rows(work: pd.DataFrame, stack: SoftwareStack,
-                     on_engine: np.ndarray | None = None) -> np.ndarray:
-    """Rows of the work table `stack` fuses into their producer (`mapping.fused_rows` over the
-    op groups of its `graph.fuses`; none when it fuses nothing)."""
-    if not stack.fuses:
-        return np.zeros(len(work), dtype=bool)
-    ops = frozenset().union(*(FUSION_GROUP_OPS[g] for g in stack.fuses))
-    return fused_rows(work, on_engine, ops)
-
-
-def layout_conversions(work: pd.DataFrame, stack: SoftwareStack,
-                       on_matrix_engine: bool) -> np.ndarray:
-    """Layout conversions (NCHW <-> NHWC transposes) per work row: the stack's count per
-    convolution, on conv rows whose GEMMs run on the matrix engine (tensor cores want NHWC)."""
-    if not on_matrix_engine or stack.layout_conversions_per_conv == 0:
-        return np.zeros(len(work))
-    conv = (work["op"] == OpKind.CONV2D.value).to_numpy()
-    return np.where(conv, stack.layout_conversions_per_conv, 0.0)
-
-
-# ---- TPU, FPGA and NPU: classes that run a graph compiled ahead of time ----------------------
-
-
-def compiled_stack(software: str | SoftwareStack, device_class: str) -> SoftwareStack:
-    """The stack a TPU / FPGA / NPU class model runs (`resolve_software`), refusing the fields
-    such a class cannot use: its compiler quantises or casts the weights once, ahead of time
-    (no autocast `graph.weight_casts`), and lays tensors out in the engine's own format (no
-    `graph.layout_conversions_per_conv`). ConfigError naming the stack file, field and value."""
-    stack, _ = resolve_software(software, device_class)
-    src = stack.source or f"software stack '{stack.name}'"
-    why = (f"a {device_class} runs a graph compiled ahead of time; set it to 0 / false or drop "
-           f"'{device_class}' from the stack's classes")
-    if stack.weight_casts:
-        raise ConfigError(src, "graph.weight_casts", True, f"no autocast casts on a "
-                          f"{device_class} (weights are converted once, at compile time): {why}")
-    if stack.layout_conversions_per_conv > 0:
-        raise ConfigError(src, "graph.layout_conversions_per_conv",
-                          stack.layout_conversions_per_conv,
-                          f"no NCHW/NHWC transposes on a {device_class} (the compiler lays "
-                          f"tensors out for the engine): {why}")
-    return stack
-
-
-def capped_factor(stack: SoftwareStack, device_class: str, modifier: str,
-                  class_factor: float = 1.0) -> float:
-    """A class model's efficiency `class_factor` times the stack's `modifier` ("tensor_core",
-    "cuda_core", "dram_bandwidth") on `device_class`, capped at 1: a stack cannot lift a unit
-    above its peak."""
-    return min(class_factor * stack.modifier(modifier, device_class), 1.0)
-
-
-def host_issue_wait_s(stack: SoftwareStack, device_class: str, kernels: np.ndarray,
-                      busy_s: np.ndarray) -> np.ndarray:
-    """Per row, the time a TPU / FPGA / NPU waits on its host to issue `kernels` kernels: the
-    stack's `host.per_kernel_us.<class>` on this host (absent: none) beyond the row's own
-    `busy_s`, as on a GPU (issue overlaps the device's work), s."""
-    per_kernel_s = stack.per_kernel_s.get(device_class, 0.0) * stack.host_scale
-    return np.maximum(np.asarray(kernels, float) * per_kernel_s - busy_s, 0.0)

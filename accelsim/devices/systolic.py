@@ -36,7 +36,7 @@ the MXU cycles (`tensor_core`), vector cycles (`cuda_core`) and DRAM bandwidth
 (`dram_bandwidth`), each capped at 1 (a factor of 1 is SCALE-Sim's count at the datasheet
 rate); `host.per_kernel_us.tpu` per unfused kernel is waited on beyond the kernel's own
 time (issue overlaps the device, as on a GPU); weight casts and layout
-conversions are refused (`software.compiled_stack`). A stack that changes none of these leaves
+conversions are refused (`stack_costs.compiled_stack`). A stack that changes none of these leaves
 the counts exactly SCALE-Sim's.
 
 Dataflow is a property of the array, `compute.dataflow` in the profile ("ws", "os" or "is";
@@ -64,8 +64,8 @@ from accelsim.devices.mapping import (
     vector_flops,
 )
 from accelsim.devices.profile_types import DeviceProfile
-from accelsim.devices.software import (
-    SoftwareStack,
+from accelsim.devices.software import SoftwareStack
+from accelsim.devices.stack_costs import (
     capped_factor,
     compiled_stack,
     host_issue_wait_s,

@@ -25,18 +25,20 @@ import pandas as pd
 from accelsim.devices.mapping import per_row
 from accelsim.devices.profile_types import SramSpec
 from accelsim.devices.systolic import gemm_cycles
+from accelsim.devices.systolic_im2col import MAX_ELEMS, Im2col
 from accelsim.devices.systolic_sram import gemm_memory
 
 DRAM_KEYS = ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes")
 
 
 def gemm_figures(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
-                 srams: SramSpec) -> dict[str, float]:
-    """`gemm_memory`'s figures of one GEMM; with unbounded ports (CALC), the no-stall ones."""
+                 srams: SramSpec, im2col: tuple[int, ...] = ()) -> dict[str, float]:
+    """`gemm_memory`'s figures of one GEMM (a conv's: `im2col`, `counts.Gemm.im2col`); with
+    unbounded ports (CALC), the no-stall ones."""
     ports = (srams.ifmap_words_per_cycle, srams.filter_words_per_cycle,
              srams.ofmap_words_per_cycle)
     if all(map(math.isfinite, ports)):
-        return gemm_memory(m, n, k, rows, cols, dataflow, srams)
+        return gemm_memory(m, n, k, rows, cols, dataflow, srams, tuple(im2col))
     compute = float(gemm_cycles(m, n, k, rows, cols, dataflow))
     return {"compute_cycles": compute, "stall_cycles": 0, "total_cycles": compute,
             "dram_ifmap_reads": m * k, "dram_filter_reads": k * n, "dram_ofmap_writes": m * n}
@@ -47,8 +49,9 @@ def sram_rows(g: pd.DataFrame, rows: int, cols: int, dataflow: str, srams: SramS
     """Per work row (positions 0 .. n_rows - 1) of the GEMMs `g` (`mapping.row_gemms`):
     compute_cycles, stall_cycles and dram_words (all three operands), summed over the row's
     GEMMs and their `count` instances; 0 for rows without a GEMM."""
-    figs = [gemm_figures(int(m), int(n), int(k), rows, cols, dataflow, srams)
-            for m, n, k in zip(g["m"], g["n"], g["k"], strict=True)]
+    shapes = g["im2col"] if "im2col" in g else [()] * len(g)
+    figs = [gemm_figures(int(m), int(n), int(k), rows, cols, dataflow, srams, shape)
+            for m, n, k, shape in zip(g["m"], g["n"], g["k"], shapes, strict=True)]
     count = g["count"].to_numpy(dtype=float)
 
     def column(fn) -> np.ndarray:  # noqa: ANN001 - a figure of one GEMM
@@ -59,3 +62,24 @@ def sram_rows(g: pd.DataFrame, rows: int, cols: int, dataflow: str, srams: SramS
         "stall_cycles": column(lambda f: f["stall_cycles"]),
         "dram_words": column(lambda f: sum(f[key] for key in DRAM_KEYS)),
     })
+
+
+def address_free_layers(work: pd.DataFrame, g: pd.DataFrame) -> list[str]:
+    """Layers of `work` with a conv GEMM (`g`: `mapping.row_gemms`) too large to read address
+    by address (over `MAX_ELEMS` im2col words): SCALE-Sim's window rule is approximated there."""
+    if "im2col" not in g:
+        return []
+    big = [int(r) for r, m, k, shape in zip(g["row"], g["m"], g["k"], g["im2col"], strict=True)
+           if Im2col.too_large(tuple(shape), int(m), int(k))]
+    return list(dict.fromkeys(work["name"].to_numpy()[big])) if big else []
+
+
+def address_free_note(work: pd.DataFrame, g: pd.DataFrame) -> str | None:
+    """The estimate's note naming `address_free_layers` (None when there are none)."""
+    names = address_free_layers(work, g)
+    if not names:
+        return None
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return (f"{len(names)} conv layers have over {MAX_ELEMS:,} im2col words: their ifmap SRAM "
+            f"stalls use the address-free model (repeated addresses found only at their own "
+            f"position), not SCALE-Sim's window rule: {shown}")

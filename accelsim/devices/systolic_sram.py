@@ -5,11 +5,12 @@ What SCALE-Sim models (`memory/double_buffered_scratchpad_mem.py`, `read_buffer.
 `write_buffer.py`), and how it is computed here without stepping cycles:
 
 - A read SRAM of E words keeps a window of `active` = E/2 words of its operand's fetch stream
-  (`systolic_streams`), in 100 hashed sets of ceil(E / 100) words. Before cycle 0 the first
-  window is prefetched (not counted in the layer's cycles). A word the array asks for outside
-  the window slides the window forward by the prefetch half (E/2 words) until it holds the
-  word: a word behind the window (a block read bottom-up, a fold boundary whose skewed head
-  was passed, a block read again) costs a sweep round the whole stream.
+  (`systolic_streams`; a conv's ifmap by address, `systolic_im2col`), in 100 hashed sets of
+  ceil(E / 100) words. Before cycle 0 the first window is prefetched (not counted in the
+  layer's cycles). A word the array asks for outside the window slides the window forward by
+  the prefetch half (E/2 words) until it holds the word: a word behind the window (a block
+  read bottom-up, a fold boundary whose skewed head was passed, a block read again) costs a
+  sweep round the whole stream.
 - Every slide reads E/2 words from DRAM at `words_per_cycle`: ceil(E / 2 / bw) + 1 cycles,
   back to back from cycle -1 whether or not the array has caught up (SCALE-Sim chains each
   prefetch to the previous one): slide j is ready at -1 + j x that.
@@ -20,7 +21,7 @@ What SCALE-Sim models (`memory/double_buffered_scratchpad_mem.py`, `read_buffer.
   (`replay_stalls`), which charges a late slide twice its lead and an early one minus its
   slack within a line; each stall delays every later demand alike.
 
-NB: demand times inside a fold are the skewed schedule's, linear between set boundaries.
+NB: address-free walks place demands inside a fold linearly between set boundaries.
 NB: a drain frees whole lines of `words_per_cycle` (SCALE-Sim also counts the padding of the
 part line each drain leaves as drained).
 
@@ -40,12 +41,8 @@ import numpy as np
 
 from accelsim.devices.profile_types import SramSpec
 from accelsim.devices.systolic import array_mapping, cycles_per_fold
-from accelsim.devices.systolic_streams import (
-    DiagonalLayout,
-    Stream,
-    fold_counts,
-    read_streams,
-)
+from accelsim.devices.systolic_im2col import ConvWalk, Im2col, conv_walk
+from accelsim.devices.systolic_streams import DiagonalLayout, Stream, fold_counts, read_streams
 
 ACTIVE_FRACTION = 0.5  # SCALE-Sim's active_buf_frac: half serves the array, half prefetches
 HASH_SETS = 100  # SCALE-Sim's read SRAM: 100 hashed sets of ceil(E / 100) words
@@ -69,13 +66,14 @@ class ReadResult:
     slide_cycles: float
 
 
-def simulate_reads(stream: Stream, words: int, words_per_cycle: float, fold_cycles: int
-                   ) -> ReadResult:
-    """Walk one read operand's demands through its SRAM (module docstring)."""
+def simulate_reads(stream: Stream, words: int, words_per_cycle: float, fold_cycles: int,
+                   conv: ConvWalk | None = None) -> ReadResult:
+    """Walk one read operand's demands through its SRAM (module docstring); a conv's ifmap
+    address by address (`conv`, `systolic_im2col`)."""
     set_words = math.ceil(words / HASH_SETS)
     active = math.ceil(words * ACTIVE_FRACTION)
     half = words - active
-    sets = stream.layout.words // set_words + 1
+    sets = (stream.layout.words if conv is None else conv.valid_words) // set_words + 1
     a = min(math.ceil(active / set_words), sets)
     b = min(math.ceil(half / set_words), sets - a)
     lines = math.ceil(half / words_per_cycle)
@@ -85,14 +83,12 @@ def simulate_reads(stream: Stream, words: int, words_per_cycle: float, fold_cycl
     first_lines = min(math.ceil(active / words_per_cycle),
                       math.ceil(fetched / words_per_cycle))
     walk = _walk_diagonal if isinstance(layout, DiagonalLayout) else _walk_row_major
-    slides, at, index = (0, np.zeros(0), np.zeros(0)) if b <= 0 else walk(
-        stream, set_words, sets, a, b, fold_cycles)
-    return ReadResult(
-        slides=slides,
-        dram_words=(first_lines + slides * lines) * words_per_cycle,
-        dram_first_cycle=-float(first_lines),
-        dram_last_cycle=-1.0 + slides * slide_cycles,
-        at_cycles=at, slide_index=index, slide_cycles=float(slide_cycles))
+    slides, at, index = ((0, np.zeros(0), np.zeros(0)) if b <= 0
+                         else walk(stream, set_words, sets, a, b, fold_cycles) if conv is None
+                         else conv.walk(set_words, sets, a, b))
+    return ReadResult(slides, (first_lines + slides * lines) * words_per_cycle,
+                      -float(first_lines), -1.0 + slides * slide_cycles, at, index,
+                      float(slide_cycles))
 
 
 def _miss(s: int, w: int, sets: int, a: int, b: int) -> int:
@@ -368,17 +364,21 @@ def fold_cycles(rows: int, cols: int, t: int, dataflow: str) -> int:
 
 @lru_cache(maxsize=4096)
 def gemm_memory(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
-                srams: SramSpec) -> dict[str, float]:
+                srams: SramSpec, im2col: tuple[int, ...] = ()) -> dict[str, float]:
     """SCALE-Sim's figures of one (m x k) @ (k x n) GEMM on an R x C array: compute, stall
     and total cycles (SCALE-Sim's "Total Cycles" = compute + stall), the total with the
     first prefetch and the last drain, SRAM and DRAM words per operand with their first and
-    last cycles, and the stall accumulated by each no-stall cycle (`stall_timeline`)."""
+    last cycles, and the stall accumulated by each no-stall cycle (`stall_timeline`).
+    `im2col`: a conv's shape (`counts.Gemm.im2col`): its ifmap read address by address."""
     sr, sc, t = array_mapping(m, n, k, dataflow)
     fr, fc = fold_counts(sr, sc, rows, cols)
     per_fold = fold_cycles(rows, cols, t, dataflow)
     compute = fr * fc * per_fold - 1
     ifmap, filt = read_streams(m, n, k, rows, cols, dataflow)
-    reads = (simulate_reads(ifmap, srams.ifmap_words, srams.ifmap_words_per_cycle, per_fold),
+    conv = Im2col.of(im2col, m, k)
+    walk = None if conv is None else conv_walk(conv, ifmap, per_fold, dataflow)
+    reads = (simulate_reads(ifmap, srams.ifmap_words, srams.ifmap_words_per_cycle, per_fold,
+                            walk),
              simulate_reads(filt, srams.filter_words, srams.filter_words_per_cycle, per_fold))
     writes = ofmap_writes(m, n, k, rows, cols, dataflow, per_fold)
     stall, drains, timeline = replay_stalls(reads, writes, srams.ofmap_words,

@@ -13,11 +13,14 @@ stream of words and the array demands it fold by fold (column folds outer, row f
                block, bottom row first, one row per cycle, each left to right.  ws filter,
                is ifmap.
 
-Positions count valid words only (SCALE-Sim's hashed buffer skips padding).
-NB: convolution im2col duplicates are counted as words, as SCALE-Sim's sets count them, but an
-address is found only at its own position (SCALE-Sim also finds it at its duplicates').
-NB: the -1 addresses of SCALE-Sim's rounded-up strided windows are counted as words (its sets
-skip them), so such a layer's stream is longer by up to a row and a column of windows.
+Positions count valid words only (SCALE-Sim's hashed buffer skips padding). The layouts carry
+no addresses: every word is taken as its own address, which is SCALE-Sim's operand exactly for
+GEMMs and for convolutions whose windows neither overlap nor run past the ifmap. A conv whose
+im2col repeats addresses or holds -1 taps has its ifmap walked address by address instead
+(`systolic_im2col`, from the shape `counts.Gemm.im2col` gives it).
+NB: a GEMM of a conv without that shape (batch past `systolic_im2col.MAX_ELEMS`, dilation,
+3-D) keeps the address-free layouts: its copies found only at their own position, its -1 taps
+counted as words.
 
     layout = DiagonalLayout(blocks=3, rows=100, width=32, last_width=8)
     layout.head(1), layout.tail(1)   # first and last position of block 1's words

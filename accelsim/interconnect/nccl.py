@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from accelsim.devices.efficiency import load_efficiency
-from accelsim.errors import AccelsimError
+from accelsim.errors import AccelsimError, ConfigError
 from accelsim.interconnect.collectives import bus_factor, op_algorithms
 from accelsim.interconnect.collectives import collective_time_s as closed_form_s
 from accelsim.interconnect.links import Link
@@ -30,7 +30,11 @@ from accelsim.interconnect.links import Link
 AUTO = "auto"
 LINK_CLASSES = {"nvlink": "nvlink", "nvswitch": "nvlink", "pcie": "pcie"}
 CLASS_NAMES = {"nvlink": "NVLink/NVSwitch", "pcie": "PCIe"}
-_MAX_SHARE = 0.9  # NB: a collective never stalls compute outright; caps a runaway share
+# NB: a bound of the contention model, not a hardware or software figure (no source could
+# give it): a running collective never stalls compute outright. It binds only where the model
+# leaves its range: 3 x the link's achievable bandwidth over the memory bandwidth is 1.33 on
+# tpu-v3-8 (ICI), capped here; every shipped GPU's SM share is at most 0.4 (t4).
+_MAX_SHARE = 0.9
 _SIZE_UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20,
                "MIB": 2**20, "G": 2**30, "GB": 2**30, "GIB": 2**30, "T": 2**40, "TB": 2**40,
                "TIB": 2**40}
@@ -64,6 +68,16 @@ def achievable(link: Link) -> Achievable:
                  "theoretical bandwidth, achievable unknown")
     return Achievable(frac, link.bandwidth_bytes_per_s * frac, basis, cls is not None
                       or link.achieved_efficiency is not None)
+
+
+def proxy_cores_per_rank() -> int:
+    """Host cores each rank's NCCL proxy thread keeps busy when collectives cross nodes
+    (`assumed.nccl_proxy_cores_per_rank` of hw_profiles/efficiency/collectives.toml)."""
+    value = load_efficiency("collectives")["assumed.nccl_proxy_cores_per_rank"]
+    if not isinstance(value, int):
+        raise ConfigError("hw_profiles/efficiency/collectives.toml",
+                          "assumed.nccl_proxy_cores_per_rank", value, "expected a whole number")
+    return value
 
 
 def algorithms(op: str, link: Link) -> tuple[str, ...]:

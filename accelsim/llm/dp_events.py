@@ -35,7 +35,7 @@ from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import MIB, advance, bucket_count, gradient_buckets
 from accelsim.interconnect.multinode import Fabric, fabric, multinode_time_s, multinode_wire_bytes
 from accelsim.interconnect.nccl import AUTO, achievable
-from accelsim.sim.allreduce_stage import link_j
+from accelsim.sim.allreduce_stage import link_j, staged_collective
 from accelsim.sim.records import Recorder
 
 # record resources: the in-node fabric, the node's NICs, one GPU of the group
@@ -58,13 +58,14 @@ class DpPlan:
 class DpExchange:
     """The exchange of one data-parallel group: `end_s` from the window's start to the end of
     the step (all collectives, the backward, the optimizer, the post-optimizer gather);
-    `backward_end_s` when the backward ends (slowed by the collectives beside it); records
-    (one per collective and phase, `accelsim.sim.records` columns plus duration_s)."""
+    `backward_end_s` when the backward ends (slowed by the collectives beside it); the
+    (kind, algorithm) of each collective in the order run; records (one per collective and
+    phase, `accelsim.sim.records` columns plus duration_s)."""
 
     end_s: float
     backward_end_s: float
     collectives: int
-    algorithm: str
+    algorithms: tuple[tuple[str, str], ...]
     records: pd.DataFrame
 
 
@@ -124,26 +125,21 @@ def dp_exchange(fab: Fabric, plan: DpPlan, segments_s: np.ndarray,
     busy: list[tuple[float, float]] = []
     cursor = [0.0, 0.0, 0]
     speed_share = share if plan.overlap else 0.0
-    used: list[str] = []
+    used: list[tuple[str, str]] = []
 
     def collective(kind: str, n_bytes: float, detail: str) -> Generator[Any, Any, None]:
         t_s, net_s, algo, intra_b, net_b = _timed(kind, algorithm if kind == op else AUTO,
                                                   fab, n_bytes)
-        used.append(algo)
+        used.append((kind, algo))
+
+        def on_network(start_s: float, end_s: float) -> None:
+            rec.add(NETWORK, kind, start_s, end_s, n_bytes=net_b,
+                    energy_j=link_j(fab.network, net_b), detail=detail)
+
         with link.request() as req:
             yield req
             t0 = env.now
-            if net_s <= 0:
-                yield env.timeout(t_s)
-            else:  # in-node reduce-scatter, cross-node phase on the NICs, in-node all-gather
-                yield env.timeout((t_s - net_s) / 2)
-                with nic.request() as held:
-                    yield held
-                    n0 = env.now
-                    yield env.timeout(net_s)
-                    rec.add(NETWORK, kind, n0, env.now, n_bytes=net_b,
-                            energy_j=link_j(fab.network, net_b), detail=detail)
-                yield env.timeout((t_s - net_s) / 2)
+            yield from staged_collective(env, nic, t_s, net_s, on_network)
             busy.append((t0, env.now))
             rec.add(D2D, kind, t0, env.now, n_bytes=intra_b, energy_j=link_j(fab.intra, intra_b),
                     detail=f"{detail}, {algo}")
@@ -173,4 +169,19 @@ def dp_exchange(fab: Fabric, plan: DpPlan, segments_s: np.ndarray,
     backward_end = advance(cursor, backward_s, busy, speed_share)
     df = rec.frame()
     return DpExchange(float(env.now), backward_end, len(parts) + (gather_bytes > 0),
-                      used[0] if used else "none", df)
+                      tuple(used), df)
+
+
+def algorithm_summary(used: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> str | None:
+    """One line naming the algorithm of every collective of an exchange (`used`: (kind,
+    algorithm) in the order run): the algorithm alone when they all run the same one, else
+    each kind and algorithm with its count, in order of first use ("reducescatter ring x 12,
+    allgather nvls x 1"); None when there are none."""
+    if not used:
+        return None
+    if len({algo for _, algo in used}) == 1:
+        return used[0][1]
+    counts = dict.fromkeys(used, 0)
+    for pair in used:
+        counts[pair] += 1
+    return ", ".join(f"{kind} {algo} x {n}" for (kind, algo), n in counts.items())

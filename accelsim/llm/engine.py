@@ -2,7 +2,8 @@
 engine iteration is one prefill or decode step costed by `accelsim.llm.steps`. One SimPy event
 per iteration (never per token per request); the running batch is kept in numpy arrays.
 
-    eng = Engine(costs, requests, max_batch=256, kv_blocks=4000, batching="continuous")
+    eng = Engine(costs, requests, max_batch=256, kv_blocks=4000, block_tokens=16,
+                 batching="continuous")
     out = eng.run()        # per-request first-token, last-token and finish times, counters
 
 Continuous batching (Orca, Yu et al. 2022, OSDI; vLLM's scheduler, Kwon et al. 2023): between
@@ -27,7 +28,6 @@ import numpy as np
 import simpy
 
 from accelsim.errors import AccelsimError
-from accelsim.llm.memory import BLOCK_TOKENS
 
 BATCHING = ("continuous", "static")
 # NB: the most prompt tokens one prefill step takes (vLLM's max_num_batched_tokens when
@@ -91,10 +91,6 @@ class Outcome:
     peak_blocks: int = 0
 
 
-def _blocks(tokens: np.ndarray | int) -> np.ndarray | int:
-    return -(-tokens // BLOCK_TOKENS)
-
-
 def _prefill_shape(pieces: list[tuple[list[int], int, int]]) -> tuple[int, int, float]:
     """(tokens, sequences, causal pairs) of prefill pieces: a piece of c tokens after s
     prefilled ones meets s + 1 ... s + c keys per query."""
@@ -119,15 +115,20 @@ class Engine:
     """One model replica serving `requests`; see the module docstring."""
 
     def __init__(self, costs: StepCosts, requests: Requests, max_batch: int, kv_blocks: int,
-                 batching: str = "continuous", max_wait_s: float = 0.0,
+                 block_tokens: int, batching: str = "continuous", max_wait_s: float = 0.0,
                  chunk_tokens: int | None = None) -> None:
         self.costs, self.req = costs, requests
         self.chunk_tokens = chunk_tokens  # None: whole prompts in prefill-only steps
         self.max_batch, self.kv_blocks = max_batch, kv_blocks
+        self.block_tokens = block_tokens  # tokens per KV block (the stack's)
         self.batching, self.max_wait_s = batching, max_wait_s
         n = len(requests.arrival_s)
         self.out = Outcome(np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
         self.env = simpy.Environment()
+
+    def _blocks(self, tokens: np.ndarray | int) -> np.ndarray | int:
+        """KV blocks that `tokens` tokens take."""
+        return -(-tokens // self.block_tokens)
 
     def run(self) -> Outcome:
         body = self._continuous if self.batching == "continuous" else self._static
@@ -166,18 +167,18 @@ class Engine:
             if not pieces and len(ids) == 0:
                 # nothing runs and nothing frees blocks: the head of the queue never fits
                 r = waiting[0]
-                raise AccelsimError(
-                    f"request {r} needs {_blocks(int(req.prompt[r]) + redo.get(r, 0) + 1)} KV "
-                    f"blocks; the engine has {self.kv_blocks}")
+                need = self._blocks(int(req.prompt[r]) + redo.get(r, 0) + 1)
+                raise AccelsimError(f"request {r} needs {need} KV blocks; the engine has "
+                                    f"{self.kv_blocks}")
             shape = _prefill_shape(pieces)
             decoding = len(ids) > 0 and (self.chunk_tokens is not None or not pieces)
             if decoding:
                 # a sequence whose cache fills its last block needs another to decode
-                grow = int(np.count_nonzero(held % BLOCK_TOKENS == 0))
+                grow = int(np.count_nonzero(held % self.block_tokens == 0))
                 while used + grow > self.kv_blocks and len(ids) > 1:
                     r, h, m = ids[-1], held[-1], made[-1]
-                    used -= int(_blocks(h))
-                    grow -= int(h % BLOCK_TOKENS == 0)
+                    used -= int(self._blocks(h))
+                    grow -= int(h % self.block_tokens == 0)
                     redo[int(r)] = int(m)
                     waiting.appendleft(int(r))
                     ids, held, made = ids[:-1], held[:-1], made[:-1]
@@ -207,7 +208,7 @@ class Engine:
                 gone = ids[done]
                 out.last_s[gone] = env.now
                 out.done_s[gone] = env.now
-                used -= int(np.sum(_blocks(held[done])))
+                used -= int(np.sum(self._blocks(held[done])))
                 finished += len(gone)
                 ids, held, made = ids[~done], held[~done], made[~done]
 
@@ -230,13 +231,13 @@ class Engine:
             r = waiting[0]
             length = int(self.req.prompt[r]) + redo.get(r, 0)
             # room for the prompt and the first decoded token
-            if used + int(_blocks(length + 1)) > self.kv_blocks or (
+            if used + int(self._blocks(length + 1)) > self.kv_blocks or (
                     not chunked and pieces and length > budget):
                 break
             waiting.popleft()
             entry = [r, 0, length]
             partial.append(entry)
-            used += int(_blocks(length))
+            used += int(self._blocks(length))
             c = min(length, budget) if chunked else length
             pieces.append((entry, 0, c))
             budget -= c
@@ -268,7 +269,7 @@ class Engine:
                 out.last_s[batch[o == i + 1]] = env.now
             out.last_s[batch[o == 1]] = out.first_s[batch[o == 1]]
             out.done_s[batch] = env.now
-            out.peak_blocks = max(out.peak_blocks, b * int(_blocks(p + int(o.max()))))
+            out.peak_blocks = max(out.peak_blocks, b * int(self._blocks(p + int(o.max()))))
             start = end
 
     def _fit(self, start: int, end: int) -> int:
@@ -276,7 +277,7 @@ class Engine:
         while end > start + 1:
             p = int(self.req.prompt[start:end].max())
             o = int(self.req.output[start:end].max())
-            if (end - start) * _blocks(p + o) <= self.kv_blocks:
+            if (end - start) * self._blocks(p + o) <= self.kv_blocks:
                 break
             end -= 1
         return end

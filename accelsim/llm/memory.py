@@ -4,12 +4,14 @@ that fit, and the KV-cache budget (in paged blocks) a server has.
 
     mem = memory_plan(plat, lay, capacity_bytes=80e9)
     mem.need_bytes(batch=8, context=640, prefill_tokens=8 * 512)
-    mem.largest_batch(context=640, prompt=512), mem.kv_blocks(prefill_tokens=8192)
+    mem.largest_batch(context=640, prompt=512)
+    block_tokens = plat.stack.figure("llm.kv_block_tokens", "gpu")  # the stack's, or the default's
+    mem.kv_blocks(prefill_tokens=8192, seqs=8, block_tokens=block_tokens)
 
 KV cache per token per GPU: K and V of the stage's layers and the shard's kv heads at the
-activation width. Paged blocks: `BLOCK_TOKENS` tokens each (vLLM's default block size, Kwon et
-al. 2023, "Efficient Memory Management for Large Language Model Serving with PagedAttention",
-SOSP, arXiv:2309.06180).
+activation width. Paged blocks: the software stack's `llm.kv_block_tokens` tokens each
+(hw_profiles/software; vLLM's default block size, Kwon et al. 2023, "Efficient Memory
+Management for Large Language Model Serving with PagedAttention", SOSP, arXiv:2309.06180).
 """
 
 from __future__ import annotations
@@ -19,10 +21,6 @@ from dataclasses import dataclass
 from accelsim.llm.costs import WEIGHT_FORMATS, Platform, weight_bytes_per_param
 from accelsim.llm.parallel import Layout
 
-BLOCK_TOKENS = 16
-# NB: the share of device memory left to the CUDA context, allocator, NCCL buffers and
-# fragmentation: vLLM's default gpu_memory_utilization = 0.9 (docs.vllm.ai, engine arguments).
-RESERVE_FRACTION = 0.1
 LOGIT_BYTES = 4  # fp32 logits of each sequence's last token
 LAYERS_LIVE = 2  # NB: hidden states alive at once: the residual stream and one layer's input
 
@@ -51,6 +49,7 @@ class MemoryPlan:
     """Per-GPU memory figures of one split, bytes."""
 
     capacity_bytes: float
+    reserve_fraction: float  # of the capacity, left to the stack (`llm.memory_reserve_fraction`)
     weights_bytes: float
     kv_bytes_per_token: float
     act_bytes_per_token: float  # live during a prefill, per prompt token in the step
@@ -58,7 +57,7 @@ class MemoryPlan:
 
     @property
     def reserve_bytes(self) -> float:
-        return RESERVE_FRACTION * self.capacity_bytes
+        return self.reserve_fraction * self.capacity_bytes
 
     @property
     def free_bytes(self) -> float:
@@ -85,11 +84,11 @@ class MemoryPlan:
         per_token = batch * (self.kv_bytes_per_token + self.act_bytes_per_token)
         return max(int(room // per_token), 0)
 
-    def kv_blocks(self, prefill_tokens: float, seqs: int) -> int:
-        """Paged KV blocks that fit beside the weights, the reserve and the activations of a
-        step of `prefill_tokens` (the server's budget)."""
+    def kv_blocks(self, prefill_tokens: float, seqs: int, block_tokens: int) -> int:
+        """Paged KV blocks of `block_tokens` tokens that fit beside the weights, the reserve
+        and the activations of a step of `prefill_tokens` (the server's budget)."""
         room = self.free_bytes - self.activations_bytes(prefill_tokens, seqs)
-        return max(int(room // (BLOCK_TOKENS * self.kv_bytes_per_token)), 0)
+        return max(int(room // (block_tokens * self.kv_bytes_per_token)), 0)
 
 
 def memory_plan(plat: Platform, lay: Layout, capacity_bytes: float) -> MemoryPlan:
@@ -103,6 +102,7 @@ def memory_plan(plat: Platform, lay: Layout, capacity_bytes: float) -> MemoryPla
     inner = max(cfg.qkv_out // plat.tp, 2 * shard.d_ff(cfg) * routed)
     act_per_token = (LAYERS_LIVE * cfg.d_model + inner) * act
     logits = shard.vocab(cfg) * LOGIT_BYTES
-    return MemoryPlan(float(capacity_bytes), params * weight_bytes_per_param(plat.weights), kv,
-                      act_per_token, float(logits))
+    reserve = plat.stack.figure("llm.memory_reserve_fraction", plat.profile.device_class)
+    return MemoryPlan(float(capacity_bytes), reserve, params * weight_bytes_per_param(plat.weights),
+                      kv, act_per_token, float(logits))
 

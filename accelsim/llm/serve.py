@@ -36,14 +36,13 @@ from accelsim.llm.engine import (
     Requests,
     StepCosts,
 )
-from accelsim.llm.memory import BLOCK_TOKENS, MemoryPlan
+from accelsim.llm.memory import MemoryPlan
 from accelsim.llm.parallel import Layout
 from accelsim.llm.parallel import replicas as replicas_of
 from accelsim.llm.requests import draw_requests, read_requests
 from accelsim.llm.steps import StepModel
 from accelsim.sim.records import Recorder
 
-DEFAULT_MAX_BATCH = 256  # vLLM's default max_num_seqs
 DEFAULT_REQUESTS = 1000
 # The search for the highest rate meeting the p99 targets: requests per trial (at most the
 # run's) and bisection steps (each halves the log-rate interval: 7 from a factor 2 leave 0.5%).
@@ -120,11 +119,13 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
         raise AccelsimError("chunked_prefill applies to continuous batching only")
     replicas = replicas_of(cfg.devices, lay, system)
     max_batch = serve.get("max_batch") or (
-        cfg.scenario.batch_size if cfg.scenario.batch_size > 1 else DEFAULT_MAX_BATCH)
+        cfg.scenario.batch_size if cfg.scenario.batch_size > 1
+        else plat.stack.figure("llm.max_running_sequences", plat.profile.device_class))
     if not serve.get("max_batch"):
         # NB: a batch of 1 is every bare model's default, so it is taken as unset.
         notes.append(f"largest running batch {max_batch} (" + (
-            "the scenario's batch size" if cfg.scenario.batch_size > 1 else "the default")
+            "the scenario's batch size" if cfg.scenario.batch_size > 1
+            else "the software stack's llm.max_running_sequences")
             + "; --max-batch sets it)")
     dist = llm.get("length_dist", "fixed")
     seed = cfg.seed or 0
@@ -138,21 +139,22 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     record["notes"] = notes
     record["devices"] = lay.gpus * replicas
     step_tokens = max(MAX_PREFILL_TOKENS, int(req.prompt.max()))
-    blocks = mem.kv_blocks(step_tokens, max_batch)
+    block_tokens = plat.stack.figure("llm.kv_block_tokens", plat.profile.device_class)
+    blocks = mem.kv_blocks(step_tokens, max_batch, block_tokens)
     longest = int((req.prompt + req.output).max())
     need = mem.need_bytes(1, longest, step_tokens) + (
         max_batch - 1) * mem.logit_bytes_per_seq
     record["memory"] = memory_record(mem, need, 1, step_tokens, longest - step_tokens) | {
-        "kv_cache_blocks": blocks, "kv_block_tokens": BLOCK_TOKENS,
-        "kv_cache_budget_bytes": blocks * BLOCK_TOKENS * mem.kv_bytes_per_token}
+        "kv_cache_blocks": blocks, "kv_block_tokens": block_tokens,
+        "kv_cache_budget_bytes": blocks * block_tokens * mem.kv_bytes_per_token}
     record["memory"]["fits"] = bool(need <= mem.capacity_bytes and
-                                    -(-longest // BLOCK_TOKENS) <= blocks)
+                                    -(-longest // block_tokens) <= blocks)
     record["kv_cache_bytes"] = record["memory"]["kv_cache_budget_bytes"] * lay.gpus * replicas
     if not record["memory"]["fits"]:
         return SimulationResult(does_not_fit(record, mem, plat, lay, system, need),
                                 pd.DataFrame())
-    costs = step_costs(StepModel(plat, lay), step_tokens, max_batch, blocks)
-    shape = (max_batch, blocks, batching, serve.get("max_wait_s", 0.0), chunk)
+    costs = step_costs(StepModel(plat, lay), step_tokens, max_batch, blocks * block_tokens)
+    shape = (max_batch, blocks, block_tokens, batching, serve.get("max_wait_s", 0.0), chunk)
     out = serve_requests(costs, req, replicas, *shape)
     slo = (llm.get("slo_ttft_s"), llm.get("slo_tpot_s"))
     figures = serving_figures(req, out, *slo)
@@ -188,16 +190,18 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     return SimulationResult(record, _events(req, out))
 
 
-def step_costs(model: StepModel, step_tokens: int, max_batch: int, blocks: int) -> StepCosts:
-    """The engine's step costs, tabulated once for the run."""
+def step_costs(model: StepModel, step_tokens: int, max_batch: int,
+               kv_tokens: int) -> StepCosts:
+    """The engine's step costs, tabulated once for the run (`kv_tokens`: the most tokens its
+    KV blocks hold)."""
     pre = model.prefill_table(step_tokens, max_batch)
-    dec = model.decode_table(max_batch, float(blocks * BLOCK_TOKENS))
+    dec = model.decode_table(max_batch, float(kv_tokens))
     return StepCosts(pre.step_s, dec.step_s, pre.step_j, dec.step_j,
                      partial(pre.mixed_s, dec), partial(pre.mixed_j, dec))
 
 
 def serve_requests(costs: StepCosts, req: Requests, replicas: int, max_batch: int,
-                   blocks: int, batching: str, max_wait_s: float,
+                   blocks: int, block_tokens: int, batching: str, max_wait_s: float,
                    chunk: int | None) -> Outcome:
     """Every replica's engine on its share of the requests, merged. NB: the load balancer
     deals requests to replicas in turn (round robin), not to the least loaded."""
@@ -208,7 +212,8 @@ def serve_requests(costs: StepCosts, req: Requests, replicas: int, max_batch: in
         if not len(mine):
             continue
         part = Requests(req.arrival_s[mine], req.prompt[mine], req.output[mine])
-        out = Engine(costs, part, max_batch, blocks, batching, max_wait_s, chunk).run()
+        out = Engine(costs, part, max_batch, blocks, block_tokens, batching, max_wait_s,
+                     chunk).run()
         merged.first_s[mine], merged.last_s[mine], merged.done_s[mine] = (
             out.first_s, out.last_s, out.done_s)
         for name in ("steps", "prefill_steps", "preemptions", "batch_sum", "busy_s",

@@ -46,7 +46,6 @@ from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB, MIB
 from accelsim.llm.costs import Platform, cost_frames
 from accelsim.llm.memory import (
     LOGIT_BYTES,
-    RESERVE_FRACTION,
     shard_embedding_params,
     shard_layer_params,
 )
@@ -168,7 +167,8 @@ def train_memory(plat: Platform, lay: Layout, split: TrainSplit,
         "gradients_bytes": params * GRAD_BYTES / shard_by[2],
         "optimizer_bytes": params * ADAM_BYTES / shard_by[1],
         "activations_bytes": per_token_stage * tokens * in_flight + logits,
-        "reserve_bytes": RESERVE_FRACTION * capacity_bytes,
+        "reserve_bytes": plat.stack.figure("llm.memory_reserve_fraction",
+                                           plat.profile.device_class) * capacity_bytes,
     }
     need = sum(mem.values())
     return mem | {"required_bytes": need, "capacity_bytes": capacity_bytes,
@@ -258,6 +258,8 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
         "mfu": None if peak is None else float(model_flops / (step_s * peak * gpus)),
         "model_flops_per_step": float(model_flops), "pipeline_bubble": (pp - 1) / (m + pp - 1),
         "tp_comm_s": (m + pp - 1) * tp["exposed_s"], "tp_events": int(tp["events"]),
+        # every DP collective timed (ZeRO-3's weight gathers included); the algorithm of each
+        # (`dp_events.algorithm_summary`: one name when they all run the same)
         "dp_comm_s": dp_s, "dp_collectives": dp["collectives"],
         "dp_algorithm": dp["algorithm"], "dp_contention_share": dp["share"],
         "optimizer_s": opt_s, "devices": gpus,

@@ -27,7 +27,14 @@ from accelsim.interconnect.collectives import wire_bytes
 from accelsim.interconnect.multinode import multinode_time_s, multinode_wire_bytes
 from accelsim.interconnect.nccl import AUTO, collective_time_s, contention_share
 from accelsim.llm.costs import Platform
-from accelsim.llm.dp_events import D2D, NETWORK, DpPlan, dp_exchange, dp_fabric
+from accelsim.llm.dp_events import (
+    D2D,
+    NETWORK,
+    DpPlan,
+    algorithm_summary,
+    dp_exchange,
+    dp_fabric,
+)
 from accelsim.llm.parallel import Layout
 from accelsim.sim.allreduce_stage import link_j
 from accelsim.sim.part_energy import part_energy_j
@@ -48,8 +55,10 @@ def dp_step(plat: Platform, lay: Layout, split: Any, system: Any, backward: pd.D
             params: float) -> dict[str, Any]:
     """The replicas' exchange of one step from the start of the last micro-batch's backward
     (`segments_s`, `grad_bytes`: its pieces in backward order, `dp_events.dp_exchange`):
-    end_s (the step's end, s), records, collectives, algorithm, share (backward speed a
-    running collective takes), network (Link or None), intra (Link or None) and notes."""
+    end_s (the step's end, s), records, collectives (every one timed: buckets, the
+    post-optimizer gather, ZeRO-3's 2 x micro-batches weight gathers), algorithm (of every
+    collective: `dp_events.algorithm_summary`), share (backward speed a running collective
+    takes), network (Link or None), intra (Link or None) and notes."""
     window_s = float(np.sum(segments_s))
     if split.dp == 1:
         return {"end_s": window_s + optimizer_s, "records": _frame([]), "collectives": 0,
@@ -67,6 +76,7 @@ def dp_step(plat: Platform, lay: Layout, split: Any, system: Any, backward: pd.D
                                  split.allreduce),
                      segments_s, grad_bytes, share, optimizer_s, gather)
     records, end_s = ex.records, ex.end_s
+    run, count = list(ex.algorithms), ex.collectives
     if split.zero == 3:
         # NB: ZeRO-3 gathers each stage's weights before every micro-batch's forward and
         # backward; taken as exposed, one message each (DeepSpeed prefetches layer by layer).
@@ -80,8 +90,10 @@ def dp_step(plat: Platform, lay: Layout, split: Any, system: Any, backward: pd.D
                          link_j(fab.network, k * net_b), f"ZeRO-3 weight gathers x {k}"))
         records = pd.concat([records, _frame(rows)], ignore_index=True)
         end_s += k * t_s
-    return {"end_s": end_s, "records": records, "collectives": ex.collectives,
-            "algorithm": ex.algorithm, "share": share, "intra": fab.intra,
+        run += [("allgather", used)] * k
+        count += k
+    return {"end_s": end_s, "records": records, "collectives": count,
+            "algorithm": algorithm_summary(run), "share": share, "intra": fab.intra,
             "network": fab.network if split.nodes > 1 else None, "notes": notes}
 
 

@@ -9,7 +9,7 @@ node's NICs.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import simpy
@@ -24,6 +24,28 @@ def link_j(link: Link | None, n_bytes: float) -> float:
     if link is None or link.energy_j_per_bit is None:
         return 0.0  # NB: links without a published energy figure cost nothing here.
     return n_bytes * BITS_PER_BYTE * link.energy_j_per_bit
+
+
+def staged_collective(env: simpy.Environment, nic: simpy.Resource, total_s: float,
+                      network_s: float, on_network: Callable[[float, float], None]
+                      ) -> Generator[Any, Any, None]:
+    """One collective of `total_s` seconds. With a cross-node phase (`network_s` > 0, one of
+    `accelsim.interconnect.multinode`'s hierarchical collectives): the in-node reduce-scatter
+    (half the in-node time), the cross-node phase holding the node's NICs (`nic`), then the
+    in-node all-gather; `on_network(start_s, end_s)` records the cross-node phase. Shared by
+    the pipeline's all-reduce and a decoder's data-parallel exchange (`accelsim.llm.dp_events`).
+    """
+    if network_s <= 0:
+        yield env.timeout(total_s)
+        return
+    # NB: the in-node time splits evenly between the reduce-scatter and the all-gather.
+    yield env.timeout((total_s - network_s) / 2)
+    with nic.request() as req:
+        yield req
+        start_s = env.now
+        yield env.timeout(network_s)
+        on_network(start_s, env.now)
+    yield env.timeout((total_s - network_s) / 2)
 
 
 class AllReduceStage:
@@ -92,19 +114,14 @@ class AllReduceStage:
                     ) -> Generator[Any, Any, None]:
         """One all-reduce (bucket i, or all gradients if i < 0) of `dur_s`; across nodes its
         cross-node phase, between the in-node reduce-scatter and all-gather, holds the NICs."""
-        costs, env = self.costs, self.env
+        costs = self.costs
         net_s = (costs.allreduce_network_s if i < 0 else
                  costs.bucket_network_s[i] if i < len(costs.bucket_network_s) else 0.0)
-        if net_s <= 0:
-            yield env.timeout(dur_s)
-            return
-        wire = (sum(costs.bucket_network_wire_bytes) if i < 0
-                else costs.bucket_network_wire_bytes[i])
-        yield env.timeout((dur_s - net_s) / 2)  # in-node reduce-scatter
-        with self.nic.request() as req:
-            yield req
-            t0 = env.now
-            yield env.timeout(net_s)
-            self.recorder.add(self.names["network"], "allreduce", t0, env.now, g, -1, 0, wire,
-                              link_j(self.plan.system.network, wire), detail)
-        yield env.timeout((dur_s - net_s) / 2)  # in-node all-gather
+
+        def on_network(start_s: float, end_s: float) -> None:
+            wire = (sum(costs.bucket_network_wire_bytes) if i < 0
+                    else costs.bucket_network_wire_bytes[i])
+            self.recorder.add(self.names["network"], "allreduce", start_s, end_s, g, -1, 0,
+                              wire, link_j(self.plan.system.network, wire), detail)
+
+        yield from staged_collective(self.env, self.nic, dur_s, net_s, on_network)

@@ -35,12 +35,13 @@ from accelsim.devices.software import (
     DEFAULT,
     check_software,
     is_stack_file,
+    resolve_software,
     software_choices,
 )
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB
 from accelsim.interconnect.collectives import ALGORITHMS
-from accelsim.interconnect.nccl import AUTO, check_algorithm
+from accelsim.interconnect.nccl import AUTO, check_algorithm, proxy_cores_per_rank
 from accelsim.sim.decode import DecodePlan, decode_plan
 from accelsim.sim.straggler import SPREAD_RANGE, class_spread, is_spread
 from accelsim.sim.system import GDS_STORAGE_KINDS, System
@@ -48,10 +49,6 @@ from accelsim.storage.datasets import Dataset, load_dataset
 from accelsim.storage.media import StorageMedium, load_storage
 from accelsim.workload.scenario import Scenario
 
-# NB: one host core per accelerator runs the framework (training loop, launches); not sourced.
-FRAMEWORK_CORES_PER_DEVICE = 1
-# NB: across nodes each rank's NCCL proxy thread polls the NICs, one busy core (assumed).
-NCCL_PROXY_CORES = 1
 EVENTS_PER_DEVICE_STEP = 8  # records per step and accelerator besides reads and preps
 
 
@@ -141,10 +138,13 @@ class TrainPlan:
 
     @property
     def framework_cores(self) -> int:
-        """Host cores the framework's own threads keep busy: one per accelerator process, and
-        across nodes one more for NCCL's network proxy thread."""
-        return (FRAMEWORK_CORES_PER_DEVICE + (NCCL_PROXY_CORES if self.nodes > 1 else 0)
-                ) * self.devices
+        """Host cores the framework's own threads keep busy: the stack's per accelerator
+        (`host.framework_cores_per_device`), and across nodes NCCL's network proxy thread's
+        (`accelsim.interconnect.nccl.proxy_cores_per_rank`)."""
+        device_class = self.device_profile.device_class
+        stack = resolve_software(self.software, device_class)[0]
+        per_device = stack.figure("host.framework_cores_per_device", device_class)
+        return (per_device + (proxy_cores_per_rank() if self.nodes > 1 else 0)) * self.devices
 
     @property
     def prep_cores(self) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 
 from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError
-from accelsim.physical import DURATION, MAX_BATCH, MAX_THREADS
+from accelsim.physical import DURATION, MAX_BATCH, MAX_DEVICES, MAX_THREADS
 from accelsim.results.metrics import accelerator_utilization
 from accelsim.schema import (
     Field,
@@ -160,7 +160,7 @@ def max_accelerators(workload: str, system: System, accelerator: str, steps: int
                      prefetch: int = 2, seed: int = 0) -> dict[str, Any]:
     """The largest number of emulated accelerators `system`'s storage keeps at AU >=
     au_target, with the storage throughput that takes. JSON-ready."""
-    from accelsim.sim.config import FRAMEWORK_CORES_PER_DEVICE
+    from accelsim.devices.software import DEFAULT, resolve_software
 
     emu = load_emulation(accelerator, workload)
     ds = emulated_dataset(emu, system)
@@ -168,10 +168,12 @@ def max_accelerators(workload: str, system: System, accelerator: str, steps: int
     bw = system.storage_read_bandwidth_bytes_per_s
     if system.storage.over_network and system.network is not None:
         bw = min(bw, system.nic_count * system.network.achieved_bandwidth_bytes_per_s)
-    # The framework's cores per accelerator (accelsim.sim.config) cap one host's count: one
-    # core must stay free to prepare input.
-    cap = max((system.host.cores - 1) // FRAMEWORK_CORES_PER_DEVICE, 1)
     device = _null_device(emu)
+    # The framework's cores per accelerator (the default stack's, as `emulate` runs) cap one
+    # host's count: one core must stay free to prepare input.
+    per_device = resolve_software(DEFAULT, device.device_class)[0].figure(
+        "host.framework_cores_per_device", device.device_class)
+    cap = max((system.host.cores - 1) // per_device, 1) if per_device else MAX_DEVICES
     runs: dict[int, dict[str, Any]] = {}
 
     def ok(n: int) -> bool:

@@ -22,7 +22,10 @@ class Gemm:
     of N stacks into M (N*m rows: convolutions, linear layers); otherwise it multiplies `count`
     (batched matmuls, attention heads). `conv3x3_h`, `conv3x3_w`: the output height and width
     of a 2-D 3x3 convolution at stride 1, dilation 1 and one group (the shape a Winograd
-    F(m x m, 3 x 3) algorithm applies to), 0 for any other GEMM."""
+    F(m x m, 3 x 3) algorithm applies to), 0 for any other GEMM. `im2col`: of a 2-D
+    convolution at dilation 1, (ifmap h, ifmap w, channels per group, filter h, filter w,
+    stride h, stride w, ofmap h, ofmap w), the shape its im2col rows are read from
+    (`devices.systolic_im2col`); () for any other GEMM."""
 
     m: int
     n: int
@@ -31,6 +34,7 @@ class Gemm:
     batch_in_m: bool = True
     conv3x3_h: int = 0
     conv3x3_w: int = 0
+    im2col: tuple[int, ...] = ()
 
     @property
     def macs(self) -> int:
@@ -100,8 +104,14 @@ def _conv(op: Op) -> OpCounts:
     unit_3x3 = (len(spatial) == 2 and tuple(op.param_shapes["weight"][2:]) == (3, 3)
                 and g == 1 and all(v == 1 for v in unit))
     h, w = spatial if unit_3x3 else (0, 0)
+    im2col: tuple[int, ...] = ()
+    pair = {n: op.attrs[n] if isinstance(op.attrs[n], tuple | list) else (op.attrs[n],) * 2
+            for n in ("stride", "dilation")}
+    if len(spatial) == 2 and tuple(pair["dilation"]) == (1, 1):
+        im2col = (*op.input_shapes[0][1:], c // g, *op.param_shapes["weight"][2:],
+                  *pair["stride"], *spatial)
     gemm = Gemm(m=_n(tuple(spatial)), n=o // g, k=(c // g) * kvol, count=g,
-                conv3x3_h=h, conv3x3_w=w)
+                conv3x3_h=h, conv3x3_w=w, im2col=im2col)
     return _gemm_op(op, (gemm,), saved=_in_elems(op))
 
 

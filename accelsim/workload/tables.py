@@ -29,12 +29,12 @@ def _tables(graph: Graph) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...]]:
             continue
         rows.append((i, op.name, op.kind.value, op.output_shape, op.params,
                      *(getattr(c, col) for col in COUNT_COLUMNS)))
-        gemm_rows += [(i, g.m, g.n, g.k, g.count, g.batch_in_m, g.conv3x3_h, g.conv3x3_w)
-                      for g in c.gemms]
+        gemm_rows += [(i, g.m, g.n, g.k, g.count, g.batch_in_m, g.conv3x3_h, g.conv3x3_w,
+                       g.im2col) for g in c.gemms]
     counts = pd.DataFrame(rows, columns=["op_index", "name", "op", "output_shape", "params",
                                          *COUNT_COLUMNS])
     gemms = pd.DataFrame(gemm_rows, columns=["op_index", "m", "n", "k", "count", "batch_in_m",
-                                             "conv3x3_h", "conv3x3_w"])
+                                             "conv3x3_h", "conv3x3_w", "im2col"])
     return counts, gemms, tuple(unsupported)
 
 
@@ -46,7 +46,7 @@ def counts_table(graph: Graph) -> pd.DataFrame:
 
 def gemm_table(graph: Graph) -> pd.DataFrame:
     """One row per GEMM of a matmul-like op: op_index, m, n, k, count, batch_in_m, conv3x3_h,
-    conv3x3_w (`counts.Gemm`)."""
+    conv3x3_w, im2col (`counts.Gemm`)."""
     return _tables(graph)[1]
 
 

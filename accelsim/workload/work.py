@@ -39,6 +39,9 @@ def work_table(graph: Graph, batch: int, precision: str, mode: str = "infer",
         "read_bytes": c["read_elems"].to_numpy() * batch * width + weights,
         "write_bytes": c["write_elems"].to_numpy() * batch * width,
         "weight_bytes": weights, "op_index": c["op_index"],
+        # every parameter of the op (an embedding's whole table, which `weight_bytes`, the
+        # bytes a pass reads, leaves out: a lookup reads only its rows)
+        "param_elems": c["params"].to_numpy(dtype=float),
     })
     if mode == "infer":
         return fwd
@@ -60,14 +63,14 @@ def work_table(graph: Graph, batch: int, precision: str, mode: str = "infer",
         "matmul": [False], "flops": [params * OPTIMIZER_FLOPS_PER_PARAM[optimizer]],
         "read_bytes": [params * (MASTER_WEIGHT_BYTES * (1 + state) + width)],
         "write_bytes": [params * (MASTER_WEIGHT_BYTES * (1 + state) + width)],
-        "weight_bytes": [0.0], "op_index": [-1],
+        "weight_bytes": [0.0], "op_index": [-1], "param_elems": [0.0],
     })
     return pd.concat([fwd, bwd, opt], ignore_index=True)
 
 
 def gemms_for(graph: Graph, batch: int) -> pd.DataFrame:
     """GEMMs of the forward pass at a batch size: op_index, m, n, k, count (batch folded into
-    m or count as `Gemm.batch_in_m` says), conv3x3_h, conv3x3_w (`counts.Gemm`). Backward
+    m or count as `Gemm.batch_in_m` says), conv3x3_h, conv3x3_w, im2col (`counts.Gemm`). Backward
     GEMMs have the same MACs with m, n, k permuted (dX: m x k from m x n by n x k; dW: k x n
     from k x m by m x n)."""
     g = gemm_table(graph)
@@ -77,5 +80,5 @@ def gemms_for(graph: Graph, batch: int) -> pd.DataFrame:
         "m": np.where(in_m, g["m"] * batch, g["m"]),
         "n": g["n"], "k": g["k"],
         "count": np.where(in_m, g["count"], g["count"] * batch),
-        "conv3x3_h": g["conv3x3_h"], "conv3x3_w": g["conv3x3_w"],
+        "conv3x3_h": g["conv3x3_h"], "conv3x3_w": g["conv3x3_w"], "im2col": g["im2col"],
     })

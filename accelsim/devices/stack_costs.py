@@ -1,0 +1,76 @@
+"""How a software stack changes a device class model's cost rows: the ops it fuses, the layout
+transposes it adds, the efficiency modifiers it applies (capped at peak), the host's kernel-issue
+wait, and the fields a class running an ahead-of-time compiled graph refuses.
+
+The stack itself (schema, loading, resolving a name) is `software`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.mapping import FUSION_GROUP_OPS, fused_rows
+from accelsim.devices.software import SoftwareStack, resolve_software
+from accelsim.errors import ConfigError
+from accelsim.workload.ops import OpKind
+
+
+def stack_fused_rows(work: pd.DataFrame, stack: SoftwareStack,
+                     on_engine: np.ndarray | None = None) -> np.ndarray:
+    """Rows of the work table `stack` fuses into their producer (`mapping.fused_rows` over the
+    op groups of its `graph.fuses`; none when it fuses nothing)."""
+    if not stack.fuses:
+        return np.zeros(len(work), dtype=bool)
+    ops = frozenset().union(*(FUSION_GROUP_OPS[g] for g in stack.fuses))
+    return fused_rows(work, on_engine, ops)
+
+
+def layout_conversions(work: pd.DataFrame, stack: SoftwareStack,
+                       on_matrix_engine: bool) -> np.ndarray:
+    """Layout conversions (NCHW <-> NHWC transposes) per work row: the stack's count per
+    convolution, on conv rows whose GEMMs run on the matrix engine (tensor cores want NHWC)."""
+    if not on_matrix_engine or stack.layout_conversions_per_conv == 0:
+        return np.zeros(len(work))
+    conv = (work["op"] == OpKind.CONV2D.value).to_numpy()
+    return np.where(conv, stack.layout_conversions_per_conv, 0.0)
+
+
+# ---- TPU, FPGA and NPU: classes that run a graph compiled ahead of time ----------------------
+
+
+def compiled_stack(software: str | SoftwareStack, device_class: str) -> SoftwareStack:
+    """The stack a TPU / FPGA / NPU class model runs (`resolve_software`), refusing the fields
+    such a class cannot use: its compiler quantises or casts the weights once, ahead of time
+    (no autocast `graph.weight_casts`), and lays tensors out in the engine's own format (no
+    `graph.layout_conversions_per_conv`). ConfigError naming the stack file, field and value."""
+    stack, _ = resolve_software(software, device_class)
+    src = stack.source or f"software stack '{stack.name}'"
+    why = (f"a {device_class} runs a graph compiled ahead of time; set it to 0 / false or drop "
+           f"'{device_class}' from the stack's classes")
+    if stack.weight_casts:
+        raise ConfigError(src, "graph.weight_casts", True, f"no autocast casts on a "
+                          f"{device_class} (weights are converted once, at compile time): {why}")
+    if stack.layout_conversions_per_conv > 0:
+        raise ConfigError(src, "graph.layout_conversions_per_conv",
+                          stack.layout_conversions_per_conv,
+                          f"no NCHW/NHWC transposes on a {device_class} (the compiler lays "
+                          f"tensors out for the engine): {why}")
+    return stack
+
+
+def capped_factor(stack: SoftwareStack, device_class: str, modifier: str,
+                  class_factor: float = 1.0) -> float:
+    """A class model's efficiency `class_factor` times the stack's `modifier` ("tensor_core",
+    "cuda_core", "dram_bandwidth") on `device_class`, capped at 1: a stack cannot lift a unit
+    above its peak."""
+    return min(class_factor * stack.modifier(modifier, device_class), 1.0)
+
+
+def host_issue_wait_s(stack: SoftwareStack, device_class: str, kernels: np.ndarray,
+                      busy_s: np.ndarray) -> np.ndarray:
+    """Per row, the time a TPU / FPGA / NPU waits on its host to issue `kernels` kernels: the
+    stack's `host.per_kernel_us.<class>` on this host (absent: none) beyond the row's own
+    `busy_s`, as on a GPU (issue overlaps the device's work), s."""
+    per_kernel_s = stack.per_kernel_s.get(device_class, 0.0) * stack.host_scale
+    return np.maximum(np.asarray(kernels, float) * per_kernel_s - busy_s, 0.0)
