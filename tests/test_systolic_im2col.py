@@ -276,3 +276,20 @@ def test_odd_conv_shapes_slide_as_a_naive_read_buffer(flow: str, layer: tuple[in
     got = simulate_reads(ifmap, words, 4, per_fold, walk)
     assert list(zip(got.at_cycles.tolist(), got.slide_index.tolist(), strict=True)) == \
         naive_read_buffer(fetch, demand, words)
+
+
+def test_skew_first_line_closed_form_matches_a_line_by_line_count() -> None:
+    """A skewed depth x width block writes, on line j, the columns c with 0 <= j - c < depth
+    (c < width); the first line by whose end n words are written, counted line by line."""
+    from accelsim.devices.systolic_streams import skew_first_line
+
+    rng = np.random.default_rng(7)
+    for depth, width in [(1, 1), (1, 9), (9, 1), (4, 4), (3, 17), (32, 5), (64, 64), (200, 37)]:
+        per_line = [sum(1 for c in range(width) if 0 <= j - c < depth)
+                    for j in range(depth + width - 1)]
+        written = np.cumsum(per_line)
+        counts = np.concatenate([np.arange(1, depth * width + 1),
+                                 rng.uniform(0, depth * width + 3, 50)])
+        for n in counts:
+            expected = min(int(np.searchsorted(written, n, side="left")), depth + width - 2)
+            assert skew_first_line(float(n), depth, width) == expected, (depth, width, n)

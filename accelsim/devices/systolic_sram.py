@@ -42,7 +42,13 @@ import numpy as np
 from accelsim.devices.profile_types import SramSpec
 from accelsim.devices.systolic import array_mapping, cycles_per_fold
 from accelsim.devices.systolic_im2col import ConvWalk, Im2col, conv_walk
-from accelsim.devices.systolic_streams import DiagonalLayout, Stream, fold_counts, read_streams
+from accelsim.devices.systolic_streams import (
+    DiagonalLayout,
+    Stream,
+    fold_counts,
+    read_streams,
+    skew_first_line,
+)
 
 ACTIVE_FRACTION = 0.5  # SCALE-Sim's active_buf_frac: half serves the array, half prefetches
 HASH_SETS = 100  # SCALE-Sim's read SRAM: 100 hashed sets of ceil(E / 100) words
@@ -196,15 +202,7 @@ class Writes:
         cum = self._cum
         f = min(bisect.bisect_left(cum, count), len(cum) - 1)
         n = count - (cum[f - 1] if f else 0.0)
-        depth, width = int(self.depth[f]), int(self.width[f])
-        lo, hi = 0, depth + width - 2  # the first line j by whose end n words are written
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if _skew_words(mid + 1, depth, width) >= n:
-                hi = mid
-            else:
-                lo = mid + 1
-        return float(self.first[f] + lo)
+        return float(self.first[f] + skew_first_line(n, int(self.depth[f]), int(self.width[f])))
 
     def next_cycle(self, cycle: float) -> float | None:
         """The first no-stall cycle >= `cycle` at which a word is written (None: none)."""
@@ -218,15 +216,6 @@ class Writes:
     @cached_property
     def _last(self) -> list[float]:
         return self.last.astype(float).tolist()
-
-
-def _skew_words(lines: int, depth: int, width: int) -> int:
-    """Words a skewed depth x width block writes in its first `lines` lines: column c has
-    written min(max(lines - c, 0), depth)."""
-    full = min(max(lines - depth + 1, 0), width)  # columns done
-    end = min(max(lines, 0), width)  # columns started
-    part = (end - full) * lines - (full + end - 1) * (end - full) // 2 if end > full else 0
-    return full * depth + part
 
 
 def ofmap_writes(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,

@@ -163,3 +163,39 @@ def read_streams(m: int, n: int, k: int, rows: int, cols: int, dataflow: str
     fr, fc = fold_counts(k, m, rows, cols)  # is: S_R = k, S_C = m, T = n
     return (_row_major(fc, k, cols, m, fr, rows),
             _diagonal(fr, n, rows, k, fr, fc, False, rows))
+
+
+def skew_words(lines: int, depth: int, width: int) -> int:
+    """Words a skewed depth x width block writes in its first `lines` lines: column c has
+    written min(max(lines - c, 0), depth)."""
+    full = min(max(lines - depth + 1, 0), width)  # columns done
+    end = min(max(lines, 0), width)  # columns started
+    part = (end - full) * lines - (full + end - 1) * (end - full) // 2 if end > full else 0
+    return full * depth + part
+
+
+def skew_first_line(n: float, depth: int, width: int) -> int:
+    """The first line j (0-based) of a skewed depth x width block by whose end `n` words are
+    written (`skew_words(j + 1) >= n`; the last line, depth + width - 2, when n exceeds the
+    block). Closed form: its lines write 1, 2, .., a, a, .., a, .., 2, 1 words (a = min(depth,
+    width)): a triangle, a run of a-word lines, a triangle."""
+    last = depth + width - 2
+    if n <= 1:
+        return 0
+    a, b = min(depth, width), max(depth, width)
+    ramp = a * (a + 1) / 2
+    if n <= ramp:
+        lines = math.ceil((math.sqrt(1 + 8 * n) - 1) / 2)
+    elif n <= ramp + (b - a) * a:
+        lines = a + math.ceil((n - ramp) / a)
+    else:
+        left = max(depth * width - n, 0.0)  # words still to write: u (u + 1) / 2 in u lines
+        lines = depth + width - 1 - math.floor((math.sqrt(1 + 8 * left) - 1) / 2)
+    j = min(max(lines - 1, 0), last)
+    # NB: the square roots are floats: step to the exact line (at most a step or two)
+    while j > 0 and skew_words(j, depth, width) >= n:
+        j -= 1
+    while j < last and skew_words(j + 1, depth, width) < n:
+        j += 1
+    return j
+
