@@ -5,6 +5,7 @@ derived here (issue 10)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import struct
 
 import numpy as np
@@ -14,7 +15,7 @@ from accelsim.calibrate.alloc_bench import AllocatorFigures, mmap_threshold_max_
 from accelsim.calibrate.write import measured_stack, toml_text, with_allocator
 from accelsim.datafiles import builtin_files
 from accelsim.devices.cpu import cpu_costs
-from accelsim.devices.cpu_alloc import gemm_temporaries_bytes
+from accelsim.devices.cpu_alloc import fresh_bytes, gemm_temporaries_bytes
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import dynamic_energy_j
 from accelsim.devices.profile import load_profile
@@ -136,3 +137,24 @@ def test_packing_traffic_closed_form(two_core):
     expected_j = dynamic_energy_j(profile, "fp32", np.array([2.0 * m * k * n]), np.zeros(1),
                                   np.array([operands]), np.array([tiles + packed]))[0]
     assert r["dynamic_energy_j"] == pytest.approx(expected_j, rel=1e-9)
+
+
+def test_a_bf16_embedding_rounds_its_table_into_fresh_pages():
+    """numpy's bf16 embedding rounds its whole V x D table into a new fp32 array each call:
+    4 V D bytes, whole pages, when at or above the threshold; nothing below it or at fp32."""
+    g = GraphBuilder("emb")
+    g.embedding(g.input("ids", (16,), "index"), num_embeddings=30522, embedding_dim=768,
+                name="emb")
+    graph = g.build()
+    table_bytes = 4 * 30522 * 768
+    pages = math.ceil(table_bytes / 4096) * 4096
+
+    def fresh(precision, threshold, casts=True):
+        work = work_table(graph, 1, precision)
+        return fresh_bytes(work, gemms_for(graph, 1), precision, np.zeros(len(work), bool),
+                           casts, threshold, 4096)[0]
+
+    assert fresh("bf16", 32 * MIB) == pages
+    assert fresh("bf16", table_bytes + 1) == 0
+    assert fresh("fp32", 32 * MIB) == 0
+    assert fresh("bf16", 32 * MIB, casts=False) == 0

@@ -97,6 +97,13 @@ def test_cast_table_prices_rounding_an_embeddings_whole_table():
     plain = cpu_costs(profile, work, gemms, "bf16", _numpy_like()).iloc[0]
     tabled = cpu_costs(profile, work, gemms, "bf16", _numpy_like(cast_bf16=_flat(c))).iloc[0]
     assert tabled["compute_s"] - plain["compute_s"] == pytest.approx(c * vocab * dim, rel=1e-9)
+    # serial with the lookup's stream too (both terms of the row's max carry it)
+    assert tabled["memory_s"] - plain["memory_s"] == pytest.approx(c * vocab * dim, rel=1e-9)
+    # a stack that does not cast (numpy rounds only under the narrow-float kernels) pays none
+    no_casts = dataclasses.replace(_numpy_like(cast_bf16=_flat(c)), weight_casts=False)
+    assert cpu_costs(profile, work, gemms, "bf16", no_casts).iloc[0]["compute_s"] == \
+        cpu_costs(profile, work, gemms, "bf16",
+                  dataclasses.replace(_numpy_like(), weight_casts=False)).iloc[0]["compute_s"]
     fp32 = cpu_costs(profile, work_table(graph, 1, "fp32"), gemms, "fp32",
                      _numpy_like(cast_bf16=_flat(c))).iloc[0]
     assert fp32["compute_s"] == cpu_costs(profile, work_table(graph, 1, "fp32"), gemms,

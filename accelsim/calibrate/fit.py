@@ -140,7 +140,8 @@ def _case_terms(profile: Any, case: Case, precision: str, weight_casts: bool,
     costs = cpu_costs(profile, work, gemms, key, stack).iloc[0]
     serial = serial_stream_bytes(profile, work, gemms, key, stack)
     timed = pass_times_s(work, gemms, key, stack.cpu_passes, quantized_rows(work, stack, key),
-                         serial["casts"].to_numpy(), get_format(key).bytes_per_element)
+                         serial["casts"].to_numpy(), get_format(key).bytes_per_element,
+                         stack.weight_casts)
     return costs, serial.iloc[0], {k: v[0] for k, v in timed.items()}
 
 

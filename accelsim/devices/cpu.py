@@ -19,7 +19,8 @@ Per row of the work table:
   its mmap threshold add their measured fault time (`cpu_alloc`, `fault_s`). Under a stack
   with `[cpu_passes]` tables (`cpu_passes`), the weight casts, the per-call quantisation and a
   GEMV's stream take the measured time per element at their working set instead of their
-  bytes at one fitted figure. Where packing,
+  bytes at one fitted figure, and a narrow-float op's rounding of its parameters (an
+  embedding's whole table) is charged serial with its lookup. Where packing,
   cast, transpose and quantisation traffic goes (DRAM or on-chip), for time and energy
   alike: `serial_traffic_bytes`.
 - other rows stream their bytes at the sustained DRAM bandwidth; their FLOPs run on the vector
@@ -49,7 +50,7 @@ import pandas as pd
 from accelsim.devices.core import device_model
 from accelsim.devices.cpu_alloc import fresh_bytes, fresh_pages
 from accelsim.devices.cpu_blas import PACK_PASSES, blas_gemm_terms, pack_bytes
-from accelsim.devices.cpu_passes import pass_times_s
+from accelsim.devices.cpu_passes import pass_times_s, rounded_params
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.gpu import amp_weight_casts
 from accelsim.devices.mapping import kernel_counts, per_row, row_energy_j, row_gemms
@@ -319,7 +320,7 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     # NB: a pass the stack's `[cpu_passes]` tables price (measured per element by working set)
     # takes the table's time instead of its bytes at a fitted rate (`cpu_passes`)
     passes = pass_times_s(work, gemms, precision, stack.cpu_passes, quantized,
-                          serial["casts"].to_numpy(), width)
+                          serial["casts"].to_numpy(), width, stack.weight_casts)
     cast_s = np.where(passes["cast"], passes["cast_s"], serial["cast"].to_numpy() / pack_rate)
     serial_s = serial["pack"].to_numpy() / pack_rate + cast_s + \
         serial["transpose"].to_numpy() / stream_rate
@@ -348,6 +349,12 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     # NB: a GEMV under a `gemv_fp32` table: its weight cast, then BLAS's stream of both
     # operands, serial (numpy casts before it multiplies); its math hides under the stream
     memory_s = np.where(passes["gemv"], passes["gemv_s"] + cast_s, memory_s)
+    # NB: rounding an op's parameters (an embedding's table) precedes its lookup's stream,
+    # serial with it as with its math; its fp32 read and write are DRAM bytes (for energy:
+    # the table prices their time)
+    memory_s = memory_s + passes["params_s"]
+    dram = dram + 2 * FP32_BITS / 8 * rounded_params(work, precision, stack.weight_casts) * (
+        passes["params_s"] > 0)
     # NB: a backward matmul's two GEMMs are two ops to the framework, as on the GPU.
     ops = np.where(fused, 0.0, kernel_counts(work)) + serial["casts"].to_numpy() + \
         serial["transposes"].to_numpy()

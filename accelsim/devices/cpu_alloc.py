@@ -24,6 +24,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from accelsim.devices.cpu_passes import rounded_params
 from accelsim.devices.mapping import per_row, row_gemms
 from accelsim.kernels.formats import get_format
 
@@ -69,9 +70,10 @@ def fresh_pages(nbytes: np.ndarray | float, page_bytes: int) -> np.ndarray:
 def fresh_bytes(work: pd.DataFrame, gemms: pd.DataFrame, precision: str, quantized: np.ndarray,
                 weight_casts: bool, mmap_threshold_bytes: float, page_bytes: int
                 ) -> np.ndarray:
-    """Per work row, the bytes of the per-call temporaries (`gemm_temporaries_bytes`) at or
+    """Per work row, the bytes of the per-call temporaries (`gemm_temporaries_bytes`; a
+    narrow-float op's rounded copy of its parameters, `cpu_passes.rounded_params`) at or
     above `mmap_threshold_bytes`, each rounded up to whole pages, times the GEMM's count;
-    0 for rows without a GEMM and backward rows. `quantized`: rows numpy quantises per call
+    0 for other rows and backward rows. `quantized`: rows numpy quantises per call
     (`cpu.quantized_rows`). NB: assumes a process in steady state (the dynamic threshold has
     risen to `mmap_threshold_bytes`) and leaves out the heap's trimming (glibc hands the top
     of the heap back above M_TRIM_THRESHOLD, twice the mmap threshold, so temporaries below
@@ -87,4 +89,8 @@ def fresh_bytes(work: pd.DataFrame, gemms: pd.DataFrame, precision: str, quantiz
                                        bool(quantized[rows[i]]), weight_casts)
         moved[i] = float(count) * sum(math.ceil(s / page_bytes) * page_bytes for s in sizes
                                       if s >= mmap_threshold_bytes)
-    return per_row(moved, g["row"], len(work))
+    # a narrow-float op rounds its parameters into a fresh fp32 copy (an embedding's table)
+    params = rounded_params(work, precision, weight_casts) * FP32_BYTES
+    params = np.where(params >= mmap_threshold_bytes,
+                      np.ceil(params / page_bytes) * page_bytes, 0.0)
+    return per_row(moved, g["row"], len(work)) + params

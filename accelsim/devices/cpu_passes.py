@@ -2,21 +2,24 @@
 array, by the array's working set (a term of the CPU class model, `accelsim.devices.cpu`, under
 a stack that gives `[cpu_passes]` tables; written by `accelsim calibrate`).
 
-    table = PassTable((1 << 19, 1 << 23), (1.75e-9, 3.4e-9))
-    table.s_per_element(np.array([1 << 21]))     # log-log between the points, clamped outside
+    table = PassTable((1 << 21, 1 << 25), (1.75e-9, 3.4e-9))  # bytes: 2 and 32 MiB of fp32
+    table.s_per_element(np.array([1 << 23]))     # log-log between the points, clamped outside
 
 Passes (`PASS_NAMES`), each what numpy's kernels do per call (`accelsim.kernels.execute`):
 - `cast_<fp16|bf16>`: an array's rounding to the format (`formats.round_to_format`: fp32 read,
   narrow written, narrow read, fp32 written), per element; working set: the fp32 array. The
-  narrow-float kernels round a matmul's weight, input and output in every call: three passes.
+  narrow-float kernels round a matmul's weight, input and output in every call: three passes;
+  and every other op's parameters (`rounded_params`: an embedding's whole table).
 - `quantize_int8`: `quantize.quantize_int8` of an fp32 operand (abs, max, divide, round, clip,
   cast), per operand element; working set: the fp32 operand (each GEMM operand on its own).
 - `gemv_fp32`: a GEMV-shaped fp32 matmul (m or n of 1: BLAS streams the matrix once), per
   element of its operands; working set: their fp32 bytes.
 
 The cost per element is not one rate: it grows as the array leaves the caches (on the 2-core
-VM this was built on, the bf16 cast took 1.75 ns per element at 0.5 M elements and 3.1-3.6 at
-4-8 M). The VM's reported L3 size is not usable, so no cache knee is assumed: the measured
+VM this was built on, the bf16 cast took 1.75 ns per element at 0.5 M elements (2 MiB of fp32)
+and 3.1-3.6 at 4-8 M (16-32 MiB), `benchmarks/results/calibrate_faults.md`; a later
+calibration's own table, 1.1 ns at 0.5 MiB to 3.5 at 64 MiB). The VM's reported L3 size is
+not usable, so no cache knee is assumed: the measured
 table is interpolated log-log and clamped at its ends.
 
 TOML (a stack's optional `[cpu_passes.<pass>]`, one `[sources]` entry `cpu_passes.<pass>`):
@@ -161,28 +164,32 @@ def _gemm_pass_s(g: Any, table: PassTable, operand: str) -> np.ndarray:
     return count * table.time_s(elements, FP32_BYTES * elements)
 
 
-def _rounded_params(work: Any) -> np.ndarray:
-    """Per work row, the parameters numpy rounds outside a matmul's weight cast: those of a
-    forward non-matmul op (`param_elems`; 0 where the table has no such column)."""
-    if "param_elems" not in work:
+def rounded_params(work: Any, precision: str, weight_casts: bool) -> np.ndarray:
+    """Per work row, the parameters numpy rounds outside a matmul's weight cast, elements:
+    those of a forward non-matmul op (`param_elems`: an embedding's whole table) under a stack
+    that casts (`weight_casts`) to a narrow float `precision`; 0 elsewhere."""
+    fmt = get_format(precision)
+    if ("param_elems" not in work or not weight_casts or fmt.is_integer
+            or fmt.bytes_per_element >= FP32_BYTES):
         return np.zeros(len(work))
     other = (work["phase"] == "forward").to_numpy() & ~work["matmul"].to_numpy(dtype=bool)
     return np.where(other, work["param_elems"].to_numpy(dtype=float), 0.0)
 
 
 def pass_times_s(work: Any, gemms: Any, precision: str, tables: Mapping[str, PassTable],
-                 quantized: np.ndarray, casts: np.ndarray, width_bytes: float
-                 ) -> dict[str, np.ndarray]:
+                 quantized: np.ndarray, casts: np.ndarray, width_bytes: float,
+                 weight_casts: bool = False) -> dict[str, np.ndarray]:
     """Per work row, the time of the element passes a table prices, s, and where it does:
     `cast_s` / `cast` (per weight cast, `casts` per row, the roundings of the weight, the
     input and the output, `weight_bytes`, `read_bytes` less it and `write_bytes` over
     `width_bytes` elements: table `cast_<precision>`), `quantize_s` / `quantize` (both operands of
     each GEMM of the `quantized` rows, each on its own: `quantize_<precision>`), `gemv_s` /
     `gemv` (rows of a float precision whose GEMMs are all GEMV-shaped, m or n of 1: both
-    operands as one working set, `gemv_fp32`). Rows no table prices get 0 and False.
-    NB: a row's weight is taken as one array (its weight and bias together)."""
+    operands as one working set, `gemv_fp32`), `params_s` (the part of `cast_s` that rounds a
+    non-matmul op's parameters, `rounded_params` under `weight_casts`). Rows no table prices
+    get 0 and False. NB: a row's weight is taken as one array (its weight and bias together)."""
     n_rows = len(work)
-    out = {k: np.zeros(n_rows) for k in ("cast_s", "quantize_s", "gemv_s")}
+    out = {k: np.zeros(n_rows) for k in ("cast_s", "quantize_s", "gemv_s", "params_s")}
     out.update({k: np.zeros(n_rows, dtype=bool) for k in ("cast", "quantize", "gemv")})
     if not tables:
         return out
@@ -201,9 +208,10 @@ def pass_times_s(work: Any, gemms: Any, precision: str, tables: Mapping[str, Pas
         # NB: they round every op's parameters too: an embedding's whole table on every call,
         # though a lookup reads only its rows (a non-matmul op's inputs and output roundings
         # stay in its fitted figure)
-        params = _rounded_params(work)
+        params = rounded_params(work, precision, weight_casts)
         out["cast"] |= params > 0
-        out["cast_s"] = out["cast_s"] + cast.time_s(params, FP32_BYTES * params)
+        out["params_s"] = cast.time_s(params, FP32_BYTES * params)
+        out["cast_s"] = out["cast_s"] + out["params_s"]
     quantize = tables.get(f"quantize_{precision}")
     if quantize is not None and np.any(quantized):
         both = _gemm_pass_s(g, quantize, "a") + _gemm_pass_s(g, quantize, "b")

@@ -16,6 +16,7 @@ where an NPU falls back to it (`host_energy_j`).
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,7 +190,8 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
 
         notes.append(f"ops the NPU cannot run ran on the stand-in host CPU '{DEFAULT_HOST}' "
                      "(no host CPU profile: the system's CPU is defined inline or not given)")
-    if getattr(profile, "operand_srams", None) is not None:  # SCALE-Sim's SRAM model
+    srams = getattr(profile, "operand_srams", None)
+    if srams is not None and math.isfinite(srams.ifmap_words_per_cycle):  # SCALE-Sim's stalls
         from accelsim.devices.mapping import row_gemms
         from accelsim.devices.systolic_memory import address_free_note
 
