@@ -194,7 +194,10 @@ def main() -> None:
            "fresh pages every call), " if s["allocator"] else "")
         + "numpy dispatch "
         f"{s['numpy']['per_kernel_s'] * 1e6:.1f} us per op, median |fit error| on the "
-        f"calibration cases (in-sample) {s['numpy']['median_abs_fit_error']:.0%}; disk "
+        f"calibration cases (in-sample) {s['numpy']['median_abs_fit_error']:.0%} as fitted, "
+        f"{s['numpy']['median_abs_simulated_error']:.0%} as `simulate` predicts them under the "
+        "written profiles (the whole model: the larger of its compute and memory terms, where "
+        "each kernel is fitted on one); disk "
         f"{s['disk']['read_bandwidth_bytes_per_s'] / 1e6:.0f} MB/s, "
         f"{s['disk']['random_read_4k_iops']:.0f} IOPS at queue depth 1"
         + (" (page cache probably answered)" if s["disk"]["cached"] else "")

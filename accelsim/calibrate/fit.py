@@ -354,3 +354,21 @@ def fit_with_pack(keys: list[str], work_s: np.ndarray, serial_s: np.ndarray,
         predicted_s[rows] = measured_s[rows] * (1.0 + alone.relative_error)
     return Fit(efficiency=efficiency, per_kernel_s=float(dispatch_s),
                relative_error=predicted_s / measured_s - 1.0)
+
+
+def simulated_relative_errors(profile: Any, stack: SoftwareStack, cases: list[Case],
+                              rows: list[dict[str, Any]]) -> np.ndarray:
+    """Per row of `rows` (case name, precision, measured_s), the error of what `simulate`
+    predicts for the case under the written `stack`, predicted / measured - 1: the whole
+    model (its max of compute and memory terms, dispatch, faults, tables), where the fit's own
+    error (`Fit.relative_error`) sees only the term a kernel is fitted on."""
+    from accelsim.devices.estimate import estimate
+
+    by_name = {case.name: case for case in cases}
+    out = []
+    for row in rows:
+        case = by_name[row["case"]]
+        est = estimate(case.graph, profile, case.batch, row["precision"], software=stack)
+        out.append(est.step_time_s / row["measured_s"] - 1.0)
+    return np.array(out)
+

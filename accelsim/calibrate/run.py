@@ -47,6 +47,7 @@ from accelsim.calibrate.fit import (
     case_key,
     case_pass_s,
     fit_with_pack,
+    simulated_relative_errors,
     unit_work_s,
     with_group_figures,
 )
@@ -235,7 +236,10 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
         stack = with_passes(stack, passes, facts.hostname, date, _clock_name(clock))
         result.files["software"] = write_profile(
             out_dir / "numpy-host.toml", stack, "Software stack measured by accelsim calibrate")
-        load_stack(result.files["software"])
+        written = load_stack(result.files["software"])
+        simulated = simulated_relative_errors(profile, written, cases, rows)
+        for row, err in zip(rows, simulated, strict=True):
+            row["simulated_relative_error"] = float(err)
         bar.set_description("disk read bandwidth and IOPS")
         try:
             disk = measure_disk(out_dir, plan["disk_bytes"], plan["random_reads"])
@@ -275,7 +279,9 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
                  "request_latency_s": disk.request_latency_s, "kind": disk.kind,
                  "cached": disk.cached},
         "numpy": {"per_kernel_s": fit.per_kernel_s, "efficiency": fit.efficiency,
-                  "median_abs_fit_error": fit.median_abs_error, "cases": rows},
+                  "median_abs_fit_error": fit.median_abs_error,
+                  "median_abs_simulated_error": float(np.median(np.abs(simulated))),
+                  "cases": rows},
         "pytorch": torch_summary,
         "files": {k: str(v) for k, v in result.files.items()},
     }
