@@ -87,6 +87,16 @@ def test_temporaries_list_of_an_int8_gemm():
     assert sum(sizes) == (2 * 3 + 3 * 5) * 33 + 2 * 5 * 28
 
 
+def test_temporaries_list_of_an_int8_conv():
+    # the input's a elements pass abs, float64 x 3 and int8 (4 + 8 + 8 + 8 + 1 B); its int8
+    # im2col copy and that copy's int32 widening are m x k (1 + 4 B); weights and output as
+    # in a GEMM
+    m, k, n, a = 6, 27, 5, 12
+    sizes = gemm_temporaries_bytes(m, k, n, "int8", quantized=True, weight_casts=False,
+                                   a_elements=a)
+    assert sum(sizes) == a * 29 + m * k * 5 + k * n * 33 + m * n * 28
+
+
 def test_glibc_threshold_is_32_mib_on_64_bit():
     expected = 4 * MIB * struct.calcsize("l") if struct.calcsize("P") == 8 else None
     got = mmap_threshold_max_bytes()

@@ -122,6 +122,26 @@ def test_quantize_table_prices_both_operands_each_at_its_own_working_set():
     assert delta == pytest.approx(1e-9 * m * k + 5e-9 * k * n - by_rate, rel=1e-9)
 
 
+def test_quantize_table_prices_a_convs_input_not_its_im2col():
+    # numpy's int8 conv quantises its input x (B C H W elements), then im2cols the int8 copy:
+    # a 3 x 3 stride-1 conv's m x k (9 C H W per image) is not what the quantise pass reads
+    c_in, hw, out, batch, per = 16, 28, 32, 2, 5e-9
+    g = GraphBuilder("conv")
+    g.conv2d(g.input("x", (c_in, hw, hw)), out_channels=out, kernel=3, stride=1, padding=1,
+             bias=False, name="conv")
+    graph = g.build()
+    work, gemms = work_table(graph, batch, "int8"), gemms_for(graph, batch)
+    profile = load_profile("xeon-8380")
+    plain = cpu_costs(profile, work, gemms, "int8", _numpy_like()).iloc[0]
+    tabled = cpu_costs(profile, work, gemms, "int8", _numpy_like(quantize_int8=_flat(per))
+                       ).iloc[0]
+    m, k, n = batch * hw * hw, 9 * c_in, out  # the im2col GEMM
+    bandwidth = profile.offchip_memory.bandwidth_bytes_per_s
+    by_rate = 4.0 * (m * k + k * n) / (bandwidth * 0.03)  # the byte model: m x k stands in
+    expected = per * (batch * c_in * hw * hw + k * n) - by_rate
+    assert tabled["compute_s"] - plain["compute_s"] == pytest.approx(expected, rel=1e-9)
+
+
 def test_gemv_table_is_the_stream_after_the_cast():
     # M = 1: memory time = the fp32 GEMV stream of K + K N elements, then (bf16) the casts
     k, n, g, c = 1024, 4096, 0.25e-9, 2e-9

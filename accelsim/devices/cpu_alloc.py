@@ -24,7 +24,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.cpu_passes import rounded_params
+from accelsim.devices.cpu_passes import quantized_a_elements, rounded_params
 from accelsim.devices.mapping import per_row, row_gemms
 from accelsim.kernels.formats import get_format
 
@@ -43,16 +43,23 @@ INT8_OUTPUT_TEMPORARIES_BYTES = (INT32_BYTES, INT32_BYTES, FP64_BYTES, FP64_BYTE
 
 
 def gemm_temporaries_bytes(m: float, k: float, n: float, precision: str, quantized: bool,
-                           weight_casts: bool) -> list[float]:
+                           weight_casts: bool, a_elements: float | None = None) -> list[float]:
     """The sizes, bytes, of the arrays one (m x k) @ (k x n) call of numpy's kernels allocates
     (`accelsim.kernels.execute.run_op_in_format`): the fp32 output; with `weight_casts` (a
     narrow float format) both operands and the output rounded (a narrow copy, then an fp32
     one: `formats.round_to_format`); `quantized` (int8): both operands quantised
     (`QUANTIZE_TEMPORARIES_BYTES` per element) and the output's int32 and float64 passes.
+    `a_elements`: what the left operand's quantisation passes over when it is not m x k (a
+    convolution's input, `cpu_passes.quantized_a_elements`: quantised, then im2col'd into an
+    int8 m x k copy, which int8_matmul_acc widens to int32).
     NB: the operands themselves (input, weights) are made by the caller, not per call;
     arrays below 256 KiB never reach a threshold and are not listed apart."""
     if quantized:
-        return ([e * b for e in (m * k, k * n) for b in QUANTIZE_TEMPORARIES_BYTES]
+        a = m * k if a_elements is None else a_elements
+        left = ([m * k * b for b in QUANTIZE_TEMPORARIES_BYTES] if a == m * k else
+                [a * b for b in QUANTIZE_TEMPORARIES_BYTES[:-1]]
+                + [m * k * INT8_BYTES, m * k * INT32_BYTES])
+        return (left + [k * n * b for b in QUANTIZE_TEMPORARIES_BYTES]
                 + [m * n * b for b in INT8_OUTPUT_TEMPORARIES_BYTES])
     out = [m * n * FP32_BYTES]
     width = get_format(precision).bytes_per_element
@@ -82,11 +89,13 @@ def fresh_bytes(work: pd.DataFrame, gemms: pd.DataFrame, precision: str, quantiz
     forward = (work["phase"] == "forward").to_numpy()
     rows = g["row"].to_numpy()
     moved = np.zeros(len(g))
+    a_elements = quantized_a_elements(g)
     for i, (m, n, k, count) in enumerate(g[["m", "n", "k", "count"]].itertuples(index=False)):
         if not forward[rows[i]]:
             continue
         sizes = gemm_temporaries_bytes(float(m), float(k), float(n), precision,
-                                       bool(quantized[rows[i]]), weight_casts)
+                                       bool(quantized[rows[i]]), weight_casts,
+                                       float(a_elements[i]))
         moved[i] = float(count) * sum(math.ceil(s / page_bytes) * page_bytes for s in sizes
                                       if s >= mmap_threshold_bytes)
     # a narrow-float op rounds its parameters into a fresh fp32 copy (an embedding's table)

@@ -156,11 +156,29 @@ def pass_table_data(tables: Mapping[str, PassTable]) -> dict[str, dict[str, list
 FP32_BYTES = 4.0
 
 
+def quantized_a_elements(g: Any) -> np.ndarray:
+    """Per GEMM of `g` (`mapping.row_gemms`), the elements numpy's int8 kernel quantises for
+    its left operand: a convolution's input (images x H x W x C of its im2col shape,
+    `counts.Gemm.im2col`: the kernel quantises the input, then im2cols it in int8), else the
+    m x k matrix itself."""
+    m, k = g["m"].to_numpy(dtype=float), g["k"].to_numpy(dtype=float)
+    if "im2col" not in g:
+        return m * k
+    out = m * k
+    for i, shape in enumerate(g["im2col"]):
+        if len(shape) == 9:
+            h, w, c, _, _, _, _, oh, ow = (float(v) for v in shape)
+            out[i] = m[i] / (oh * ow) * h * w * c
+    return out
+
+
 def _gemm_pass_s(g: Any, table: PassTable, operand: str) -> np.ndarray:
     """Per GEMM of `g` (`mapping.row_gemms`), the table's time over its `operand` ("a": m x k,
-    "b": k x n, "ab": both as one working set) x its count."""
+    a convolution's input when quantised: `quantized_a_elements`; "b": k x n, "ab": both as
+    one working set) x its count."""
     m, n, k, count = (g[c].to_numpy(dtype=float) for c in ("m", "n", "k", "count"))
-    elements = {"a": m * k, "b": k * n, "ab": m * k + k * n}[operand]
+    a = quantized_a_elements(g) if operand == "a" else m * k
+    elements = {"a": a, "b": k * n, "ab": m * k + k * n}[operand]
     return count * table.time_s(elements, FP32_BYTES * elements)
 
 
