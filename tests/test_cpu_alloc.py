@@ -20,6 +20,7 @@ from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import dynamic_energy_j
 from accelsim.devices.profile import load_profile
 from accelsim.devices.software import builtin_stacks, load_stack
+from accelsim.errors import ConfigError
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 
@@ -112,6 +113,12 @@ def test_allocator_figures_round_trip_through_a_stack_file(tmp_path):
     assert load_stack(path).allocator == pytest.approx((2.5e-7, 4096, 32 * MIB))
     path.write_text(toml_text(with_allocator(data, None, "vm", "today", "CPU time"), "t"))
     assert load_stack(path).allocator is None
+    # a page is a power of two: 4000 bytes is refused in one line naming file and field
+    odd = AllocatorFigures(2.5e-7, 4000, 32 * MIB, "least of 5")
+    path.write_text(toml_text(with_allocator(data, odd, "vm", "today", "CPU time"), "t"))
+    with pytest.raises(ConfigError) as err:
+        load_stack(path)
+    assert "allocator.page_bytes" in str(err.value) and str(path) in str(err.value)
 
 
 @pytest.fixture(scope="module")

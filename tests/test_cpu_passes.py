@@ -189,6 +189,8 @@ def test_tables_round_trip_through_a_stack_file(tmp_path):
      "cpu_passes.cast_bf16.ns_per_elem"),
     ('"cpu_passes.cast_bf16" = "measured', '"cpu_passes.other" = "measured',
      "sources.cpu_passes.other"),
+    ("[cpu_passes.cast_bf16]\nworking_set_bytes = [524288, 8388608]\n"
+     "ns_per_element = [1.25, 3.5]", "[cpu_passes]", "cpu_passes"),  # an empty table
 ])
 def test_a_bad_table_is_a_one_line_error_naming_file_field_value(tmp_path, old, new, field):
     path = _stack_file(tmp_path, {"cast_bf16": PassTable((524288.0, 8388608.0),

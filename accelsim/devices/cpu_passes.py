@@ -124,8 +124,9 @@ def split_pass_tables(raw: Mapping[str, Any], src: str
     if TABLE not in raw:
         return dict(raw), {}, {}
     tables_raw = raw[TABLE]
-    if not isinstance(tables_raw, dict):
-        raise ConfigError(src, TABLE, tables_raw, "expected a table of pass tables")
+    if not isinstance(tables_raw, dict) or not tables_raw:
+        raise ConfigError(src, TABLE, tables_raw, "expected a table of pass tables (at least "
+                          "one: [cpu_passes.<pass>]; or drop the table)")
     tables = {name: parse_pass_table(name, t, src) for name, t in tables_raw.items()}
     sources = dict(raw.get("sources") or {}) if isinstance(raw.get("sources"), dict) else {}
     nested = sources.pop(TABLE, {})

@@ -276,6 +276,9 @@ def load_stack(name_or_path: str | Path) -> SoftwareStack:
     src = str(path)
     raw, passes, pass_sources = split_pass_tables(read_toml(path), src)
     values, sources = parse_profile(raw, FIELDS, src)
+    page = (values.get("allocator") or {}).get("page_bytes")
+    if page is not None and page & (page - 1):
+        raise ConfigError(src, "allocator.page_bytes", page, "must be a power of two (a page)")
     stack = dataclasses.replace(_from_values(path.stem, values, {**sources, **pass_sources}),
                                 source=src, cpu_passes=passes)
     missing = [c for c in stack.classes if c in ("gpu", "cpu") and c not in stack.per_kernel_s]
