@@ -248,6 +248,14 @@ def test_convs_too_large_to_read_by_address_are_named() -> None:
              for b in (1, 8)}
     assert named[1] == []
     assert named[8] == ["conv1", "layer1.0.conv2", "layer1.1.conv2", "layer1.2.conv2"]
+    # under unbounded ports (SCALE-Sim's CALC) no stall is modelled, so nothing to name
+    from accelsim.devices.systolic_memory import address_free_note
+
+    work = work_table(graph, 8, "int8")
+    g = row_gemms(work, gemms_for(graph, 8))
+    inf = float("inf")
+    assert "conv1" in address_free_note(work, g, SramSpec(1024, 1024, 1024, 10.0, 10.0, 10.0))
+    assert address_free_note(work, g, SramSpec(1024, 1024, 1024, inf, inf, inf)) is None
 
 
 ODD_LAYERS = [  # (h, w, c, r, s, stride h, stride w, ofmap h, ofmap w, images)

@@ -50,7 +50,7 @@ import pandas as pd
 from accelsim.devices.core import device_model
 from accelsim.devices.cpu_alloc import fresh_bytes, fresh_pages
 from accelsim.devices.cpu_blas import PACK_PASSES, blas_gemm_terms, pack_bytes
-from accelsim.devices.cpu_passes import pass_times_s, rounded_params
+from accelsim.devices.cpu_passes import FP32_BYTES, pass_times_s
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.gpu import amp_weight_casts
 from accelsim.devices.mapping import kernel_counts, per_row, row_energy_j, row_gemms
@@ -353,8 +353,7 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     # serial with it as with its math; its fp32 read and write are DRAM bytes (for energy:
     # the table prices their time)
     memory_s = memory_s + passes["params_s"]
-    dram = dram + 2 * FP32_BITS / 8 * rounded_params(work, precision, stack.weight_casts) * (
-        passes["params_s"] > 0)
+    dram = dram + 2 * FP32_BYTES * passes["params"]
     # NB: a backward matmul's two GEMMs are two ops to the framework, as on the GPU.
     ops = np.where(fused, 0.0, kernel_counts(work)) + serial["casts"].to_numpy() + \
         serial["transposes"].to_numpy()

@@ -204,11 +204,13 @@ def pass_times_s(work: Any, gemms: Any, precision: str, tables: Mapping[str, Pas
     `width_bytes` elements: table `cast_<precision>`), `quantize_s` / `quantize` (both operands of
     each GEMM of the `quantized` rows, each on its own: `quantize_<precision>`), `gemv_s` /
     `gemv` (rows of a float precision whose GEMMs are all GEMV-shaped, m or n of 1: both
-    operands as one working set, `gemv_fp32`), `params_s` (the part of `cast_s` that rounds a
-    non-matmul op's parameters, `rounded_params` under `weight_casts`). Rows no table prices
-    get 0 and False. NB: a row's weight is taken as one array (its weight and bias together)."""
+    operands as one working set, `gemv_fp32`), `params` / `params_s` (a non-matmul op's
+    parameters the cast table rounds, elements, `rounded_params` under `weight_casts`, and
+    that part of `cast_s`). Rows no table prices get 0 and False. NB: a row's weight is
+    taken as one array (its weight and bias together)."""
     n_rows = len(work)
-    out = {k: np.zeros(n_rows) for k in ("cast_s", "quantize_s", "gemv_s", "params_s")}
+    out = {k: np.zeros(n_rows) for k in ("cast_s", "quantize_s", "gemv_s", "params",
+                                         "params_s")}
     out.update({k: np.zeros(n_rows, dtype=bool) for k in ("cast", "quantize", "gemv")})
     if not tables:
         return out
@@ -229,6 +231,7 @@ def pass_times_s(work: Any, gemms: Any, precision: str, tables: Mapping[str, Pas
         # stay in its fitted figure)
         params = rounded_params(work, precision, weight_casts)
         out["cast"] |= params > 0
+        out["params"] = params
         out["params_s"] = cast.time_s(params, FP32_BYTES * params)
         out["cast_s"] = out["cast_s"] + out["params_s"]
     quantize = tables.get(f"quantize_{precision}")

@@ -16,7 +16,6 @@ where an NPU falls back to it (`host_energy_j`).
 from __future__ import annotations
 
 import importlib
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,11 +190,11 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
         notes.append(f"ops the NPU cannot run ran on the stand-in host CPU '{DEFAULT_HOST}' "
                      "(no host CPU profile: the system's CPU is defined inline or not given)")
     srams = getattr(profile, "operand_srams", None)
-    if srams is not None and math.isfinite(srams.ifmap_words_per_cycle):  # SCALE-Sim's stalls
+    if srams is not None:  # SCALE-Sim's SRAM model
         from accelsim.devices.mapping import row_gemms
         from accelsim.devices.systolic_memory import address_free_note
 
-        note = address_free_note(work, row_gemms(work, gemms_for(graph, batch)))
+        note = address_free_note(work, row_gemms(work, gemms_for(graph, batch)), srams)
         if note:
             notes.append(note)
     if unsupported:

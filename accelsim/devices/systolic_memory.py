@@ -31,13 +31,18 @@ from accelsim.devices.systolic_sram import gemm_memory
 DRAM_KEYS = ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes")
 
 
+def bounded_ports(srams: SramSpec) -> bool:
+    """Whether every DRAM port has a finite rate (SCALE-Sim's USER mode: stalls modelled);
+    False under CALC (unbounded ports, no stalls)."""
+    return all(map(math.isfinite, (srams.ifmap_words_per_cycle, srams.filter_words_per_cycle,
+                                   srams.ofmap_words_per_cycle)))
+
+
 def gemm_figures(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
                  srams: SramSpec, im2col: tuple[int, ...] = ()) -> dict[str, float]:
     """`gemm_memory`'s figures of one GEMM (a conv's: `im2col`, `counts.Gemm.im2col`); with
     unbounded ports (CALC), the no-stall ones."""
-    ports = (srams.ifmap_words_per_cycle, srams.filter_words_per_cycle,
-             srams.ofmap_words_per_cycle)
-    if all(map(math.isfinite, ports)):
+    if bounded_ports(srams):
         return gemm_memory(m, n, k, rows, cols, dataflow, srams, tuple(im2col))
     compute = float(gemm_cycles(m, n, k, rows, cols, dataflow))
     return {"compute_cycles": compute, "stall_cycles": 0, "total_cycles": compute,
@@ -74,9 +79,10 @@ def address_free_layers(work: pd.DataFrame, g: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(work["name"].to_numpy()[big])) if big else []
 
 
-def address_free_note(work: pd.DataFrame, g: pd.DataFrame) -> str | None:
-    """The estimate's note naming `address_free_layers` (None when there are none)."""
-    names = address_free_layers(work, g)
+def address_free_note(work: pd.DataFrame, g: pd.DataFrame, srams: SramSpec) -> str | None:
+    """The estimate's note naming `address_free_layers` (None when there are none, or no
+    stall is modelled: `bounded_ports`)."""
+    names = address_free_layers(work, g) if bounded_ports(srams) else []
     if not names:
         return None
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
