@@ -40,7 +40,7 @@ if sys.argv[1] == "off":
     libc = ctypes.CDLL("libc.so.6")
     assert libc.mallopt(-3, 1 << 30) == 1 and libc.mallopt(-1, 1 << 40) == 1
 from accelsim.kernels.execute import _execute
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 from accelsim.workload.graph import GraphBuilder
 m, k, n = map(int, sys.argv[3].split("x"))
 g = GraphBuilder("g")

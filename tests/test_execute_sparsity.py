@@ -14,7 +14,7 @@ import pytest
 
 from accelsim.devices.estimate import estimate
 from accelsim.devices.profile import load_profile, load_profile_file
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 from accelsim.kernels.measure import (
     is_2_4_sparse,
     measure_graph,

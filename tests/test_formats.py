@@ -10,13 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from accelsim.errors import AccelsimError, ShapeError, UnknownNameError
-from accelsim.kernels.formats import (
-    FORMATS,
-    NumericFormat,
-    get_format,
-    relative_error,
-    round_to_format,
-)
+from accelsim.formats import FORMATS, NumericFormat, get_format
+from accelsim.kernels.formats import relative_error, round_to_format
 from accelsim.kernels.quantize import (
     dequantize,
     int8_matmul,

@@ -18,7 +18,7 @@ from accelsim.devices.profile import load_all_profiles, load_profile
 from accelsim.devices.software import load_stack
 from accelsim.devices.tiling import gemm_quantization, row_gemm_factors
 from accelsim.errors import AccelsimError
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 from accelsim.workload.zoo import build_model
 
 PROFILES = load_all_profiles()

@@ -21,7 +21,7 @@ from accelsim.devices.invariants import InvariantError, check_graph, check_servi
 from accelsim.devices.precision import cannot_train
 from accelsim.devices.profile import builtin_profile_names, load_profile
 from accelsim.errors import AccelsimError, ConfigError, PrecisionError, ShapeError
-from accelsim.kernels.formats import FORMATS
+from accelsim.formats import FORMATS
 from accelsim.sim.serve import ServeConfig, simulate_serving
 from accelsim.workload.tables import counts_table
 from accelsim.workload.zoo import build_model, model_names

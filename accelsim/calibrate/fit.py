@@ -55,7 +55,7 @@ from accelsim.devices.software import (
     builtin_stacks,
 )
 from accelsim.errors import AccelsimError
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 from accelsim.workload.work import gemms_for, work_table
 
 MEMORY_KERNELS = ("stream",)  # kernels whose work is the memory term; the rest: compute

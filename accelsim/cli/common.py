@@ -8,7 +8,7 @@ from typing import Any
 import click
 import pandas as pd
 
-from accelsim.kernels.formats import FORMATS
+from accelsim.formats import FORMATS
 from accelsim.workload.scenario import Scenario, resolve_workload
 
 PRECISIONS = click.Choice(sorted(FORMATS) + ["fp8"], case_sensitive=False)

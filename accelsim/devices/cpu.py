@@ -65,8 +65,8 @@ from accelsim.devices.stack_costs import (
 )
 from accelsim.devices.tiling import core_costs, row_traffic_bytes
 from accelsim.errors import AccelsimError
+from accelsim.formats import get_format
 from accelsim.kernels.execute import INT8_KINDS
-from accelsim.kernels.formats import get_format
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 

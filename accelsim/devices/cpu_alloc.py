@@ -26,7 +26,7 @@ import pandas as pd
 
 from accelsim.devices.cpu_passes import quantized_a_elements, rounded_params
 from accelsim.devices.mapping import per_row, row_gemms
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 
 FP32_BYTES = 4.0
 FP64_BYTES = 8.0

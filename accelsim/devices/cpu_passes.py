@@ -40,7 +40,7 @@ import numpy as np
 
 from accelsim.devices.mapping import per_row, row_gemms
 from accelsim.errors import ConfigError
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 from accelsim.schema import SOURCE_PREFIXES
 
 PASS_NAMES = ("cast_fp16", "cast_bf16", "quantize_int8", "gemv_fp32")

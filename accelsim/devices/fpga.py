@@ -71,7 +71,7 @@ from accelsim.devices.stack_costs import (
     stack_fused_rows,
 )
 from accelsim.errors import PrecisionError
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 
 # DSP operand width that carries each precision (profile key of compute.macs_per_dsp).
 DSP_WIDTH = {"int8": "int8", "fp8": "int8", "fp16": "int16", "bf16": "int16"}

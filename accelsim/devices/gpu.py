@@ -49,7 +49,7 @@ from accelsim.devices.stack_costs import (
 )
 from accelsim.devices.tiling import core_costs, row_traffic_bytes
 from accelsim.errors import AccelsimError, PrecisionError
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 

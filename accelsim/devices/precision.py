@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 
 # FPGA DSP operand widths that carry floating-point formats (fp16 / bf16 mantissas, `fpga`).
 _FLOAT_DSP_WIDTHS = frozenset({"int16"})

@@ -72,7 +72,7 @@ from accelsim.devices.stack_costs import (
     stack_fused_rows,
 )
 from accelsim.errors import AccelsimError, PrecisionError
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 
 DATAFLOWS = ("ws", "os", "is")
 DEFAULT_DATAFLOW = "ws"

@@ -45,8 +45,9 @@ from typing import Any
 import numpy as np
 
 from accelsim.errors import AccelsimError
+from accelsim.formats import NumericFormat, get_format
 from accelsim.kernels.backward import col2im, conv_geometry, im2col
-from accelsim.kernels.formats import NumericFormat, get_format, relative_error, round_to_format
+from accelsim.kernels.formats import relative_error, round_to_format
 from accelsim.kernels.forward import run_op
 from accelsim.kernels.params import init_params
 from accelsim.kernels.quantize import int8_matmul, quantize_int8

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from accelsim.formats import NumericFormat, get_format
 from accelsim.kernels.execute import (
     INT8_KINDS,
     _execute,
@@ -34,7 +35,7 @@ from accelsim.kernels.execute import (
     last_uses,
     make_inputs,
 )
-from accelsim.kernels.formats import NumericFormat, get_format, relative_error
+from accelsim.kernels.formats import relative_error
 from accelsim.kernels.quantize import quantize_int8
 from accelsim.workload.graph import Graph
 from accelsim.workload.ops import Op, OpKind

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelsim.errors import AccelsimError
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 
 # NB: 20 steps (the first, the pipeline filling, excluded from AU) settle a pipeline's steady
 # state in every built-in scenario; a what-if is a comparison, not a full run.

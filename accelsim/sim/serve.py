@@ -38,8 +38,8 @@ from accelsim.devices.software import (
     software_choices,
 )
 from accelsim.errors import AccelsimError, UnknownNameError
+from accelsim.formats import FORMATS, get_format
 from accelsim.interconnect.links import Link, load_link
-from accelsim.kernels.formats import FORMATS, get_format
 from accelsim.sim.batching import REL_TOLERANCE, batch_to_take, next_wake_s
 from accelsim.sim.hardware import host_clock_hz, host_cpu_profile
 from accelsim.sim.records import Recorder

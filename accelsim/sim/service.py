@@ -18,6 +18,7 @@ import pandas as pd
 from accelsim.devices.estimate import estimate, power_limits_w
 from accelsim.devices.software import resolve_software
 from accelsim.errors import AccelsimError
+from accelsim.formats import get_format
 from accelsim.interconnect.links import (
     Link,
     available_links,
@@ -25,7 +26,6 @@ from accelsim.interconnect.links import (
     transfer_energy_j,
     transfer_time_s,
 )
-from accelsim.kernels.formats import get_format
 from accelsim.workload.graph import Graph
 
 INDEX_BYTES = 4  # NB: token ids cross the link as int32.

@@ -78,7 +78,7 @@ def _system_or_device(spec: str) -> tuple[str, str]:
 
 def row_from(cells: dict[str, str], line: int) -> Row:
     """The Row of one CSV record (ValueError / AccelsimError with the reason it is bad)."""
-    from accelsim.kernels.formats import get_format
+    from accelsim.formats import get_format
     from accelsim.workload.zoo import model_names
 
     get = {k: (cells.get(k) or "").strip() for k in (*REQUIRED, *OPTIONAL)}

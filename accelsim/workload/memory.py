@@ -10,7 +10,7 @@ import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 from accelsim.workload.graph import Graph
 from accelsim.workload.tables import totals
 from accelsim.workload.work import MASTER_WEIGHT_BYTES, OPTIMIZER_STATE_TENSORS

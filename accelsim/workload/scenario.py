@@ -28,7 +28,7 @@ from typing import Any
 
 from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError, ConfigError, UnknownNameError
-from accelsim.kernels.formats import FORMATS, get_format
+from accelsim.formats import FORMATS, get_format
 from accelsim.physical import MAX_BATCH, MAX_THREADS, input_ceiling
 from accelsim.schema import Field, count, flag, parse_fields, read_toml, text
 from accelsim.workload.graph import Graph

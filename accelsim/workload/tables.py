@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 from accelsim.workload.counts import count_op
 from accelsim.workload.graph import Graph
 

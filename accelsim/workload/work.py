@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from accelsim.kernels.formats import get_format
+from accelsim.formats import get_format
 from accelsim.workload.graph import Graph
 from accelsim.workload.ops import MATMUL_KINDS
 from accelsim.workload.tables import counts_table, gemm_table

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's accelsim, not another one installed
 RESULTS = ROOT / "benchmarks" / "results" / "byte_identity.json"
 
 # NB: written literally (not through accelsim) so that the inputs cannot move with the code.
