@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from accelsim.results.summary import flat_row
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import Scenario
 

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from accelsim.errors import AccelsimError
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 
 ROOT = Path(__file__).resolve().parent.parent

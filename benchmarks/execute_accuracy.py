@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from report_io import emit
 
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.validation.measurements import read_measurements
 from accelsim.validation.run import fit_rows, predict_rows

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 
 RESULTS = Path(__file__).parent / "results" / "llm_predictions.md"

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 
 RESULTS = Path(__file__).parent / "results" / "llm_serving_speed.md"

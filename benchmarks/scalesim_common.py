@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from accelsim.devices.scalesim_config import cfg_text
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 
 HERE = Path(__file__).resolve().parent

@@ -22,7 +22,7 @@ from accelsim.kernels.measure import (
     prune_2_4,
     zero_share,
 )
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.workload.ops import Op, OpKind
 from accelsim.workload.zoo import build_model

@@ -150,7 +150,7 @@ def test_api_result_and_errors():
         accelsim.simulate("resnet18", hw="a100", batch="eight")
 
 
-@pytest.mark.parametrize("module", ["accelsim.api", "accelsim.sim.api", "accelsim.sim.knobs"])
+@pytest.mark.parametrize("module", ["accelsim.api", "accelsim.run", "accelsim.sim.knobs"])
 def test_docstring_examples_run(module):
     import importlib
 

@@ -11,7 +11,7 @@ from accelsim.errors import AccelsimError, ConfigError
 from accelsim.llm.engine import Engine, Requests, StepCosts
 from accelsim.llm.requests import read_requests
 from accelsim.llm.serve import max_rate_meeting_slo, meets_slo
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 
 

@@ -14,7 +14,7 @@ from accelsim.llm.costs import Platform
 from accelsim.llm.models import decoder
 from accelsim.llm.parallel import layout
 from accelsim.llm.train import TrainSplit, train_memory, train_step
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.sim.system import load_system
 
@@ -289,7 +289,7 @@ def test_zero_refuses_an_allreduce_algorithm_it_would_not_use():
     """ZeRO >= 1 exchanges gradients by reduce-scatter and all-gather: an all-reduce algorithm
     other than ring/auto is refused in one line, not silently dropped."""
     from accelsim.errors import AccelsimError
-    from accelsim.sim.api import run_simulation
+    from accelsim.run import run_simulation
     from accelsim.sim.knobs import make_config
 
     with pytest.raises(AccelsimError, match="ZeRO >= 1"):

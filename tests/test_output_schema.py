@@ -12,7 +12,7 @@ import pytest
 
 from accelsim.cli.render import render
 from accelsim.results.metrics import ROLES, STALL_NAMES
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 
 TRAIN = {"gpu, one device": ("resnet50-train", "a100", {}),

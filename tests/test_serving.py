@@ -10,9 +10,9 @@ from accelsim.devices.estimate import estimate
 from accelsim.devices.null import NullProfile
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.links import load_link, transfer_time_s
+from accelsim.results.records import Recorder
 from accelsim.results.trace import chrome_trace, write_chrome_trace
 from accelsim.sim.batching import batch_to_take, next_wake_s
-from accelsim.sim.records import Recorder
 from accelsim.sim.serve import ServeConfig, simulate_serving
 from accelsim.sim.service import io_bytes_per_sample, service_table
 from accelsim.workload.zoo import build_model

@@ -295,7 +295,7 @@ def test_a_stack_without_an_optional_figure_takes_the_class_defaults(
 def test_a_calibrated_stack_without_the_figures_still_trains_and_serves(tmp_path: Path) -> None:
     """A stack file written before the figures moved out of Python (as `accelsim calibrate`
     writes one) trains and serves as before: the class default's figures stand in."""
-    from accelsim.sim.api import run_simulation
+    from accelsim.run import run_simulation
     from accelsim.sim.config import TrainConfig, resolve_config
     from accelsim.sim.knobs import make_config
     from accelsim.workload.scenario import resolve_workload

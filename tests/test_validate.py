@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from accelsim.cli import main
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.validation.measurements import read_measurements
 from accelsim.validation.run import fit_rows, predict_rows, write_calibrated

@@ -11,7 +11,7 @@ from accelsim.cli.common import cli, echo_json
 from accelsim.cli.options import cli_knobs, knob_options
 from accelsim.cli.render import render
 from accelsim.errors import AccelsimError
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 
 HW_HELP = "A system (e.g. dgx-a100) or device profile (e.g. a100), or a .toml path."

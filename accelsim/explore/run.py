@@ -33,7 +33,7 @@ from accelsim.errors import AccelsimError
 from accelsim.explore.grid import Grid, Point, make_grid
 from accelsim.explore.store import ResumeStore
 from accelsim.results.summary import ROW_COLUMNS, error_row, flat_row
-from accelsim.sim.api import run_simulation
+from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import Scenario
 

@@ -5,5 +5,5 @@ split (`steps`), one batch's TTFT / TPOT (`infer`), serving with continuous or s
 (`requests`, `engine`, `serve`) and a training step with ZeRO (`train`, its TP collectives as
 the events of `tp_events`, its data-parallel exchange as the events of `dp_events`, their
 energy in `train_comm`, the record in `train_record`).
-`accelsim.llm.run.run_llm` is the entry point `accelsim.sim.api.run_simulation` calls when a
+`accelsim.llm.run.run_llm` is the entry point `accelsim.run.run_simulation` calls when a
 run sets an LLM knob (prompt_tokens, output_tokens, tp, pp, zero, ...) or serves a decoder."""

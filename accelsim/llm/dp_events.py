@@ -9,7 +9,7 @@ collective leaves it; across nodes each collective's cross-node phase holds the 
                      segments_s, segments_grad_bytes, share=0.1, optimizer_s=0.01,
                      gather_bytes=0.0)
     ex.end_s        # from the window's start to the step's end (exchange, optimizer, gathers)
-    ex.records      # one record per collective (accelsim.sim.records), link energy in J
+    ex.records      # one record per collective (accelsim.results.records), link energy in J
 
 The window is the backward of the last micro-batch (PyTorch DDP and Megatron exchange gradients
 only in the last micro-batch of an accumulation group). ZeRO 0: all-reduce buckets. ZeRO >= 1
@@ -35,8 +35,8 @@ from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import MIB, advance, bucket_count, gradient_buckets
 from accelsim.interconnect.multinode import Fabric, fabric, multinode_time_s, multinode_wire_bytes
 from accelsim.interconnect.nccl import AUTO, achievable
+from accelsim.results.records import Recorder
 from accelsim.sim.allreduce_stage import link_j, staged_collective
-from accelsim.sim.records import Recorder
 
 # record resources: the in-node fabric, the node's NICs, one GPU of the group
 D2D, NETWORK, GPU = "d2d", "network", "accel0"
@@ -60,7 +60,7 @@ class DpExchange:
     the step (all collectives, the backward, the optimizer, the post-optimizer gather);
     `backward_end_s` when the backward ends (slowed by the collectives beside it); the
     (kind, algorithm) of each collective in the order run; records (one per collective and
-    phase, `accelsim.sim.records` columns plus duration_s)."""
+    phase, `accelsim.results.records` columns plus duration_s)."""
 
     end_s: float
     backward_end_s: float

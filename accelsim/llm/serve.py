@@ -39,9 +39,11 @@ from accelsim.llm.engine import (
 from accelsim.llm.memory import MemoryPlan
 from accelsim.llm.parallel import Layout
 from accelsim.llm.parallel import replicas as replicas_of
+from accelsim.llm.record import base_record, does_not_fit, memory_record
 from accelsim.llm.requests import draw_requests, read_requests
 from accelsim.llm.steps import StepModel
-from accelsim.sim.records import Recorder
+from accelsim.results.records import Recorder
+from accelsim.sim.spec import SimulationResult
 
 DEFAULT_REQUESTS = 1000
 # The search for the highest rate meeting the p99 targets: requests per trial (at most the
@@ -92,8 +94,6 @@ def serving_figures(req: Requests, out: Outcome, slo_ttft_s: float | None,
 def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system: Any,
                  prompt: int, output: int, notes: list[str]) -> Any:
     """Run the server `cfg` describes; the record of `accelsim.llm.run`."""
-    from accelsim.llm.run import base_record, does_not_fit, memory_record
-    from accelsim.sim.api import SimulationResult
 
     llm, serve = cfg.llm, cfg.serve
     trace = llm.get("requests_file")

@@ -36,9 +36,9 @@ from accelsim.llm.dp_events import (
     dp_fabric,
 )
 from accelsim.llm.parallel import Layout
+from accelsim.results.records import Recorder
 from accelsim.sim.allreduce_stage import link_j
 from accelsim.sim.part_energy import part_energy_j
-from accelsim.sim.records import Recorder
 
 WEIGHT_BYTES = 2.0  # per parameter: 16-bit weights, as `accelsim.llm.train`
 

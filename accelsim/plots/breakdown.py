@@ -17,7 +17,7 @@ from matplotlib.patches import Patch
 from accelsim.plots.style import label, new_figure, scale
 from accelsim.plots.timeline import COLORS, OTHER_COLOR
 from accelsim.results.metrics import STALL_NAMES, compute_s_per_device, run_time_s
-from accelsim.sim.records import STALL_KINDS
+from accelsim.results.records import STALL_KINDS
 
 IDLE_COLOR = "#d9d9d9"
 PART_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",

@@ -1,4 +1,4 @@
-"""Gantt view of the event records (`accelsim.sim.records`): one lane per resource, in pipeline
+"""Gantt view of the event records (`accelsim.results.records`): one lane per resource, in pipeline
 order (storage, network, host CPU, host link, accelerators, device links), one colour per
 activity, stalls drawn on the accelerator lanes that waited.
 
@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from accelsim.plots.style import new_figure
-from accelsim.sim.records import RESIDENCE_KINDS
+from accelsim.results.records import RESIDENCE_KINDS
 
 PHASES = ("forward", "backward", "optimizer")
 # Activity -> colour. Work in saturated colours, waits (stalls) in light reds.

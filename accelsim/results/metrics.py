@@ -1,4 +1,4 @@
-"""Training metrics as pure functions of the records DataFrame (`accelsim.sim.records`).
+"""Training metrics as pure functions of the records DataFrame (`accelsim.results.records`).
 
     run_s = run_time_s(df)
     util = utilization(df, {"pcie": "host_to_device", "nvswitch": "device_to_device"},
@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from accelsim.sim.records import RESIDENCE_KINDS, STALL_KINDS
+from accelsim.results.records import RESIDENCE_KINDS, STALL_KINDS
 
 AU_TARGET = 0.90  # [MLPERF_STORAGE] ResNet-50 / 3D U-Net acceptance threshold
 STALL_NAMES = {"stall_fetch": "fetch", "stall_prep": "prep", "stall_transfer": "transfer",

@@ -30,7 +30,7 @@ ROW_COLUMNS = (IDENTITY + METRICS + TRAIN_METRICS + SERVE_METRICS + LLM_METRICS
 
 
 def flat_row(record: dict[str, Any]) -> dict[str, Any]:
-    """The row of one simulation record (`accelsim.sim.api.SimulationResult.record`)."""
+    """The row of one simulation record (`accelsim.sim.spec.SimulationResult.record`)."""
     w, hw, mem = record["workload"], record["hardware"], record["memory"]
     tput, power = record["throughput_samples_per_s"], record["average_power_w"]
     row: dict[str, Any] = dict.fromkeys(ROW_COLUMNS)

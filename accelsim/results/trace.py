@@ -19,7 +19,7 @@ import pandas as pd
 
 from accelsim.errors import AccelsimError
 from accelsim.results.files import write_atomic
-from accelsim.sim.records import COLUMNS
+from accelsim.results.records import COLUMNS
 
 US_PER_S = 1e6
 PID = 1

@@ -1,27 +1,19 @@
-"""One entry point for every simulation: a picklable config in, a result record out.
+"""The pipeline engine: one batch on a device (mode infer), the storage-to-accelerator pipeline
+(mode train, `accelsim.sim.run.simulate_training`) and the inference server (mode serve,
+`accelsim.sim.serve.simulate_serving`), from a `SimulationConfig` to a `SimulationResult`.
+`accelsim.run.run_simulation` picks this engine or the token-level decoder engine
+(`accelsim.llm.run`); call that.
 
-    >>> from accelsim.workload.scenario import resolve_workload
-    >>> cfg = SimulationConfig(resolve_workload("resnet50-train"), "dgx-a100",
-    ...                        train={"steps": 20})
-    >>> res = run_simulation(cfg)
-    >>> res.record["throughput_samples_per_s"] > 0, len(res.records) > 0
-    (True, True)
-
-Modes: "infer" costs one batch on the device (`accelsim.devices.estimate`); "train" runs the
-storage-to-accelerator pipeline (`accelsim.sim.run.simulate_training`); "serve" runs the
-inference server (`accelsim.sim.serve.simulate_serving`). The record always holds the
-device-level keys (workload, hardware, layers, memory, notes, ...); train and serve add theirs
-and replace throughput, latency, energy and bottleneck with the whole system's figures.
-
-A workload that does not fit in device memory is a result, in every mode: `memory.fits` is
-false, the memory breakdown and the largest batch that fits are given, and throughput,
-latency, energy and power are None. `records` is the event DataFrame of every mode (infer:
-the layers one after another on the device), so a trace can always be written.
+The record always holds the device-level keys (workload, hardware, layers, memory, notes, ...);
+train and serve add theirs and replace throughput, latency, energy and bottleneck with the
+whole system's figures. A workload that does not fit in device memory is a result, in every
+mode: `memory.fits` is false, the memory breakdown and the largest batch that fits are given,
+and throughput, latency, energy and power are None. `records` is the event DataFrame of every
+mode (infer: the layers one after another on the device), so a trace can always be written.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -29,14 +21,13 @@ import pandas as pd
 from accelsim.devices.core import explain_bound
 from accelsim.devices.estimate import DeviceEstimate, estimate, summary
 from accelsim.devices.profile import with_dataflow
-from accelsim.devices.software import DEFAULT
 from accelsim.errors import AccelsimError
 from accelsim.results.metrics import ROLES
+from accelsim.results.records import Recorder
 from accelsim.sim.hardware import host_clock_hz, host_cpu_profile, resolve_hardware
-from accelsim.sim.records import Recorder
+from accelsim.sim.spec import SimulationConfig, SimulationResult, max_events
 from accelsim.workload.scenario import Scenario
 
-MODES = ("infer", "train", "serve")
 HEADLINE = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample", "average_power_w")
 # The device's own figures apart from the host CPU's (NPU fallback): one batch on the device.
 # Train and serve move them under `device_only`, beside the other one-batch figures.
@@ -44,64 +35,12 @@ DEVICE_SPLIT = ("device_power_w", "host_power_w", "device_energy_j_per_sample",
                 "host_energy_j_per_sample")
 
 
-@dataclass(frozen=True)
-class SimulationConfig:
-    """Everything one simulation depends on. `train` holds `accelsim.sim.config.TrainConfig`
-    fields (dataset, storage, storage_count, io_threads, prep_workers, prefetch_batches,
-    gpudirect, pinned_memory, allreduce, overlap_allreduce, steps, epochs), `serve` holds
-    `accelsim.sim.serve.ServeConfig` fields (rate_per_s, concurrency, think_time_s, max_batch,
-    max_wait_s, requests); those classes validate them. Unset: the scenario's or the system's
-    value. `devices` and `seed` apply to train and serve; knobs of another mode are an error.
-    `accelsim.sim.knobs.make_config` builds one from flat knob names."""
-
-    scenario: Scenario
-    hardware: str  # a system or device profile name, or a .toml path
-    mode: str | None = None
-    software: str = DEFAULT  # a stack in hw_profiles/software/; "default": the class's
-    dataflow: str | None = None
-    seed: int | None = None
-    devices: int | None = None
-    max_events: int | None = None  # None: `accelsim.sim.knobs.DEFAULT_MAX_EVENTS`
-    train: dict[str, Any] = field(default_factory=dict)
-    serve: dict[str, Any] = field(default_factory=dict)
-    llm: dict[str, Any] = field(default_factory=dict)  # token-level decoder knobs (accelsim.llm)
-    execute: bool = False  # infer: run the kernels, feed their error and sparsity in (execution)
-    prune_2_4: bool = False  # with execute: the device runs conv/linear weights pruned to 2:4
-
-
-@dataclass
-class SimulationResult:
-    record: dict[str, Any]  # JSON-ready
-    records: pd.DataFrame = field(default_factory=pd.DataFrame)  # flat events
-
-
-def _check_mode_knobs(cfg: SimulationConfig, mode: str) -> None:
-    """Knobs that do not apply to `mode` are an error, never silently dropped."""
-    if mode not in MODES:
-        raise AccelsimError(f"mode '{mode}': choose one of {', '.join(MODES)}")
-    misplaced = [(k, "train") for k in cfg.train if mode != "train"]
-    misplaced += [(k, "serve") for k in cfg.serve if mode != "serve"]
-    if mode == "infer":
-        misplaced += [(k, "train or serve") for k in ("devices", "seed", "max_events")
-                      if getattr(cfg, k) is not None]
-    if misplaced:
-        knobs = ", ".join(f"'{k}' (mode {m})" for k, m in misplaced)
-        raise AccelsimError(f"{knobs} do not apply to mode {mode}: drop them or choose that "
-                            "mode")
-
-
-def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResult:
-    """Run the simulation `cfg` describes; bad settings raise `AccelsimError`. With `detail`
-    False the record's `layers` list is empty and an inference run has no event records
-    (sweeps, which keep one flat row per point, skip that work); every figure is the same."""
+def run_pipeline(cfg: SimulationConfig, detail: bool = True) -> SimulationResult:
+    """Run `cfg` on the pipeline engine (its knobs already checked by `accelsim.run`); bad
+    settings raise `AccelsimError`. With `detail` False the record's `layers` list is empty and
+    an inference run has no event records (sweeps, which keep one flat row per point, skip that
+    work); every figure is the same."""
     mode = cfg.mode or cfg.scenario.mode
-    _check_mode_knobs(cfg, mode)
-    if cfg.prune_2_4 and not cfg.execute:
-        raise AccelsimError("--prune-2-4 prunes the weights the kernels run with: add --execute")
-    from accelsim.llm.run import routes_to_llm, run_llm
-
-    if routes_to_llm(cfg):  # a decoder at the token level: prefill, decode, KV cache, TP/PP
-        return run_llm(cfg)
     system, profile = resolve_hardware(cfg.hardware)
     if cfg.dataflow:
         profile = with_dataflow(profile, cfg.dataflow)
@@ -193,7 +132,7 @@ def _train(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
 
     res = simulate_training(TrainConfig(
         sc, system, devices=cfg.devices, seed=cfg.seed or 0, software=cfg.software,
-        device_profile=profile, max_events=_max_events(cfg), **cfg.train))
+        device_profile=profile, max_events=max_events(cfg), **cfg.train))
     pipe = res.to_dict()
     total_j = pipe["energy_breakdown_j"]["total"]
     record["device_only"] = _device_only(record)
@@ -215,9 +154,9 @@ def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
         raise AccelsimError(f"devices = {cfg.devices}: system '{system.name}' has only "
                             f"{system.device_count} accelerators")
     requests = cfg.serve.get("requests", ServeConfig.requests)
-    if isinstance(requests, int) and requests > _max_events(cfg):
+    if isinstance(requests, int) and requests > max_events(cfg):
         raise AccelsimError(f"serving {requests:,} requests schedules up to {requests:,} "
-                            f"events, over the limit of {_max_events(cfg):,}: raise "
+                            f"events, over the limit of {max_events(cfg):,}: raise "
                             "max_events (--max-events) to run it")
     knobs = {**cfg.serve, "max_batch": batch}
     res = simulate_serving(ServeConfig(
@@ -247,12 +186,6 @@ def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
         record["bottleneck_detail"] = (f"{where}, devices busy {busy:.0%}; in a batch: "
                                        f"{record['bottleneck_detail']}")
     return SimulationResult(record, res.records)
-
-
-def _max_events(cfg: SimulationConfig) -> int:
-    from accelsim.sim.knobs import DEFAULT_MAX_EVENTS
-
-    return DEFAULT_MAX_EVENTS if cfg.max_events is None else cfg.max_events
 
 
 def _device_only(record: dict[str, Any]) -> dict[str, Any]:

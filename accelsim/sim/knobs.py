@@ -30,6 +30,7 @@ from accelsim.physical import (
     MIN_RATE_PER_S,
     input_ceiling,
 )
+from accelsim.sim.spec import DEFAULT_MAX_EVENTS, SimulationConfig
 from accelsim.sim.straggler import MAX_SPREAD
 from accelsim.workload.scenario import Scenario, resolve_workload
 from accelsim.workload.sources import model_knob_defaults as model_knobs
@@ -60,7 +61,6 @@ class Knob:
 # The ceilings on counts that size work (batch, devices, threads, ...) are in
 # `accelsim.physical`, beside the physical ranges of data files.
 # NB: about 15 s and 1 GB of records on one core; a full ImageNet epoch on 8 GPUs is ~200,000.
-DEFAULT_MAX_EVENTS = 2_000_000
 MAX_MAX_EVENTS = 200_000_000  # the most a user may opt into (tens of GB of records)
 # NB: a bucket under ~1 kB is launch latency only; over 1 TiB, every model is one bucket.
 MIN_BUCKET_MIB = 0.001
@@ -226,13 +226,11 @@ def _input_kind(name: str, model: str | None) -> type:
     return int
 
 
-def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Any:
+def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> SimulationConfig:
     """A `SimulationConfig` from a workload, a hardware name and flat knobs (None = unset).
 
     Unknown knobs, knobs of another mode and values of the wrong type raise `AccelsimError`
     naming the knob."""
-    from accelsim.sim.api import SimulationConfig
-
     given = {k: v for k, v in knobs.items() if v is not None}
     sc = workload if isinstance(workload, Scenario) else resolve_workload(workload)
     mode = given.get("mode", sc.mode)

@@ -40,9 +40,9 @@ from accelsim.devices.software import (
 from accelsim.errors import AccelsimError, UnknownNameError
 from accelsim.formats import FORMATS, get_format
 from accelsim.interconnect.links import Link, load_link
+from accelsim.results.records import Recorder
 from accelsim.sim.batching import REL_TOLERANCE, batch_to_take, next_wake_s
 from accelsim.sim.hardware import host_clock_hz, host_cpu_profile
-from accelsim.sim.records import Recorder
 from accelsim.sim.service import device_host_link, service_table, static_power_w
 from accelsim.sim.system import System, load_system
 from accelsim.workload.scenario import Scenario, resolve_workload
@@ -144,7 +144,7 @@ class ServeConfig:
 @dataclass(frozen=True)
 class ServeResult:
     """Outcome of `simulate_serving` (SI units). `records`: one row per served batch (see
-    `accelsim.sim.records`); `requests`: one row per request (arrival_s, start_s, end_s,
+    `accelsim.results.records`); `requests`: one row per request (arrival_s, start_s, end_s,
     latency_s, wait_s, batch, device); `service`: the service-time table by batch size."""
 
     workload: str

@@ -33,7 +33,7 @@ bandwidth); not overlapped, as one message once every device has finished backwa
 optimizer runs. Time waiting for a batch is a stall, split by where the batch was while the
 accelerator waited (still reading: fetch; being prepared: prep; being copied: transfer); time
 waiting for the all-reduce after backward is a communication stall. Records:
-`accelsim.sim.records` (one "allreduce" record per bucket).
+`accelsim.results.records` (one "allreduce" record per bucket).
 """
 
 from __future__ import annotations
@@ -45,11 +45,11 @@ import numpy as np
 import simpy
 
 from accelsim.interconnect.buckets import advance
+from accelsim.results.records import Recorder
 from accelsim.sim.allreduce_stage import AllReduceStage, link_j
 from accelsim.sim.config import TrainPlan
 from accelsim.sim.costs import PhaseCost, StepCosts
 from accelsim.sim.readplan import ReadPlan
-from accelsim.sim.records import Recorder
 from accelsim.sim.stages import LoaderStages
 from accelsim.sim.straggler import device_slowdowns, slowed
 

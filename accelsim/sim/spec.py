@@ -1,0 +1,70 @@
+"""A simulation's contract: the picklable config in (`SimulationConfig`), the result out
+(`SimulationResult`), and the checks every engine shares. Both engines (the pipeline in
+`accelsim.sim.api`, the token-level decoder runs in `accelsim.llm.run`) and the dispatcher above
+them (`accelsim.run`) import these types from here, downward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from accelsim.devices.software import DEFAULT
+from accelsim.errors import AccelsimError
+from accelsim.workload.scenario import Scenario
+
+MODES = ("infer", "train", "serve")
+DEFAULT_MAX_EVENTS = 2_000_000  # the most events a run may schedule unless told
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Everything one simulation depends on. `train` holds `accelsim.sim.config.TrainConfig`
+    fields (dataset, storage, storage_count, io_threads, prep_workers, prefetch_batches,
+    gpudirect, pinned_memory, allreduce, overlap_allreduce, steps, epochs), `serve` holds
+    `accelsim.sim.serve.ServeConfig` fields (rate_per_s, concurrency, think_time_s, max_batch,
+    max_wait_s, requests); those classes validate them. Unset: the scenario's or the system's
+    value. `devices` and `seed` apply to train and serve; knobs of another mode are an error.
+    `accelsim.sim.knobs.make_config` builds one from flat knob names."""
+
+    scenario: Scenario
+    hardware: str  # a system or device profile name, or a .toml path
+    mode: str | None = None
+    software: str = DEFAULT  # a stack in hw_profiles/software/; "default": the class's
+    dataflow: str | None = None
+    seed: int | None = None
+    devices: int | None = None
+    max_events: int | None = None  # None: `accelsim.sim.knobs.DEFAULT_MAX_EVENTS`
+    train: dict[str, Any] = field(default_factory=dict)
+    serve: dict[str, Any] = field(default_factory=dict)
+    llm: dict[str, Any] = field(default_factory=dict)  # token-level decoder knobs (accelsim.llm)
+    execute: bool = False  # infer: run the kernels, feed their error and sparsity in (execution)
+    prune_2_4: bool = False  # with execute: the device runs conv/linear weights pruned to 2:4
+
+
+@dataclass
+class SimulationResult:
+    record: dict[str, Any]  # JSON-ready
+    records: pd.DataFrame = field(default_factory=pd.DataFrame)  # flat events
+
+
+def check_mode_knobs(cfg: SimulationConfig, mode: str) -> None:
+    """Knobs that do not apply to `mode` are an error, never silently dropped."""
+    if mode not in MODES:
+        raise AccelsimError(f"mode '{mode}': choose one of {', '.join(MODES)}")
+    misplaced = [(k, "train") for k in cfg.train if mode != "train"]
+    misplaced += [(k, "serve") for k in cfg.serve if mode != "serve"]
+    if mode == "infer":
+        misplaced += [(k, "train or serve") for k in ("devices", "seed", "max_events")
+                      if getattr(cfg, k) is not None]
+    if misplaced:
+        knobs = ", ".join(f"'{k}' (mode {m})" for k, m in misplaced)
+        raise AccelsimError(f"{knobs} do not apply to mode {mode}: drop them or choose that "
+                            "mode")
+
+
+def max_events(cfg: SimulationConfig) -> int:
+    """The event budget of `cfg`: its own, else `DEFAULT_MAX_EVENTS`."""
+    return DEFAULT_MAX_EVENTS if cfg.max_events is None else cfg.max_events
