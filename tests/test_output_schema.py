@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from accelsim.cli.render import render
 from accelsim.results.metrics import ROLES, STALL_NAMES
+from accelsim.results.render import render
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 

@@ -58,11 +58,3 @@ def records(df: pd.DataFrame) -> list[dict[str, Any]]:
     """DataFrame rows as JSON-ready dicts (tuples become lists)."""
     return [{k: (list(v) if isinstance(v, tuple) else v) for k, v in row.items()}
             for row in df.to_dict(orient="records")]
-
-
-def fmt_si(x: float) -> str:
-    """1.23G-style number for tables."""
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.2f}{unit}"
-    return f"{x:.0f}"

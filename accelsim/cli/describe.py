@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
-from accelsim.cli.common import cli, echo_json, fmt_si, records, resolve, workload_options
+from accelsim.cli.common import cli, echo_json, records, resolve, workload_options
 from accelsim.errors import AccelsimError
+from accelsim.results.render import fmt_si
 from accelsim.workload.tables import layer_table, totals, unsupported_ops
 
 # NB: --execute runs numpy kernels twice (fp32 and the format asked) at 3e9 to 3e10 FLOP/s on

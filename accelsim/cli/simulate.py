@@ -9,8 +9,8 @@ import click
 
 from accelsim.cli.common import cli, echo_json
 from accelsim.cli.options import cli_knobs, knob_options
-from accelsim.cli.render import render
 from accelsim.errors import AccelsimError
+from accelsim.results.render import render
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 

@@ -17,8 +17,6 @@ from typing import Any
 
 import pandas as pd
 
-from accelsim.cli.common import fmt_si
-from accelsim.cli.render import summary_lines
 from accelsim.llm.train_record import step_parts as train_step_parts
 from accelsim.plots.breakdown import memory_figure, share_figure
 from accelsim.plots.timeline import gantt
@@ -32,6 +30,7 @@ from accelsim.report.html import (
     section,
     table,
 )
+from accelsim.results.render import fmt_si, summary_lines
 from accelsim.workload.scenario import Scenario
 
 # memory entries that are not a part of what the GPU holds

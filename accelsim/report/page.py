@@ -13,8 +13,6 @@ from typing import Any
 
 import pandas as pd
 
-from accelsim.cli.common import fmt_si
-from accelsim.cli.render import summary_lines
 from accelsim.plots.breakdown import (
     accelerator_time,
     accelerator_time_figure,
@@ -44,6 +42,7 @@ from accelsim.report.relief import (
     format_metric,
     run_context,
 )
+from accelsim.results.render import fmt_si, summary_lines
 from accelsim.workload.scenario import Scenario
 
 TOP_LAYERS = 15

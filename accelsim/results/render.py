@@ -9,8 +9,6 @@ from typing import Any
 
 import pandas as pd
 
-from accelsim.cli.common import fmt_si
-
 _UNIT = {"infer": "per batch", "train": "per step", "serve": "mean per request"}
 
 
@@ -220,3 +218,11 @@ def render(r: dict[str, Any], layers: int | None = 10) -> str:
     if layers != 0 and r["memory"]["fits"]:
         lines += layer_lines(r, layers)
     return "\n".join(lines)
+
+
+def fmt_si(x: float) -> str:
+    """1.23G-style number for tables."""
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.2f}{unit}"
+    return f"{x:.0f}"
