@@ -38,10 +38,10 @@ import pandas as pd
 import spread_fit
 from report_io import emit
 
+from accelsim.profiles.datasets import load_dataset
+from accelsim.profiles.systems import load_system
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.run import simulate_training
-from accelsim.sim.system import load_system
-from accelsim.storage.datasets import load_dataset
 from accelsim.workload.scenario import resolve_workload
 
 ROOT = Path(__file__).resolve().parents[1]

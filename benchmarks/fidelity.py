@@ -57,10 +57,10 @@ from report_io import emit  # noqa: E402
 from accelsim.devices.estimate import estimate
 from accelsim.devices.profile import load_profile
 from accelsim.devices.stack_fit import Run
+from accelsim.profiles.hardware import host_clock_hz
+from accelsim.profiles.systems import load_system
 from accelsim.sim.config import TrainConfig
-from accelsim.sim.hardware import host_clock_hz
 from accelsim.sim.run import TrainResult, simulate_training
-from accelsim.sim.system import load_system
 from accelsim.workload.scenario import resolve_workload
 from accelsim.workload.zoo import build_model
 

@@ -24,9 +24,9 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from accelsim.profiles.storage import load_storage
+from accelsim.profiles.systems import load_system
 from accelsim.sim.mlperf_storage import emulate, load_emulation, max_accelerators
-from accelsim.sim.system import load_system
-from accelsim.storage.media import load_storage
 
 ROOT = Path(__file__).resolve().parent.parent
 CSV = ROOT / "tests" / "reference" / "calibration_measurements.csv"

@@ -28,7 +28,7 @@ import pandas as pd
 from accelsim.interconnect.collectives import bus_factor
 from accelsim.interconnect.multinode import fabric, multinode_time_s
 from accelsim.interconnect.nccl import parse_sizes
-from accelsim.sim.system import load_system
+from accelsim.profiles.systems import load_system
 
 
 def nccl_multinode() -> dict[str, float]:

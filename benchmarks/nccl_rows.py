@@ -47,8 +47,8 @@ def nccl_cases() -> list[NcclCase]:
 def predicted_busbw_gb_s(case: NcclCase) -> float:
     """nccl-tests bus bandwidth the model gives for `case` (ring all-reduce)."""
     from accelsim.interconnect.collectives import bus_factor
-    from accelsim.interconnect.links import load_link
     from accelsim.interconnect.nccl import collective_time_s
+    from accelsim.profiles.links import load_link
 
     t, _ = collective_time_s("allreduce", "ring", case.gpus, case.size_bytes,
                              load_link(case.link))
@@ -58,7 +58,7 @@ def predicted_busbw_gb_s(case: NcclCase) -> float:
 def fitted_fraction(case: NcclCase) -> float:
     """The achievable fraction that reproduces `case` exactly (ring closed form solved)."""
     from accelsim.interconnect.collectives import bus_factor, ring_allreduce_time_s
-    from accelsim.interconnect.links import load_link
+    from accelsim.profiles.links import load_link
 
     link, n, m = load_link(case.link), case.gpus, float(case.size_bytes)
     target_s = m * bus_factor("allreduce", n) / (case.measured_gb_s * 1e9)

@@ -24,9 +24,9 @@ from typing import Any
 
 from accelsim.devices.null import NullProfile
 from accelsim.errors import AccelsimError
+from accelsim.profiles.systems import load_system
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.run import TrainResult, simulate_training
-from accelsim.sim.system import load_system
 from accelsim.workload.scenario import resolve_workload
 
 RESULTS = Path(__file__).parent / "results" / "pipeline_speed.md"

@@ -16,8 +16,8 @@ from accelsim.cli import main
 from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError
 from accelsim.physical import BYTES
-from accelsim.sim.readplan import read_plan
-from accelsim.storage.datasets import Dataset, load_dataset, sample_file_sizes_bytes
+from accelsim.profiles.datasets import Dataset, load_dataset
+from accelsim.sim.readplan import read_plan, sample_file_sizes_bytes
 
 
 def one_line_error(capsys, *args):

@@ -17,7 +17,7 @@ from accelsim.devices.cpu import cpu_costs
 from accelsim.devices.profile import load_profile
 from accelsim.devices.software import FIELDS, load_stack, resolve_software
 from accelsim.errors import ConfigError
-from accelsim.storage.media import load_storage
+from accelsim.profiles.storage import load_storage
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 

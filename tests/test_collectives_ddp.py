@@ -26,10 +26,10 @@ from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import MIB, advance, bucket_count, gradient_buckets
 from accelsim.interconnect.collectives import bus_factor, ring_allreduce_time_s
 from accelsim.interconnect.nccl import achievable, collective_time_s, parse_sizes
+from accelsim.profiles.systems import load_system
 from accelsim.results.metrics import ROLES
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.run import TrainResult, simulate_training
-from accelsim.sim.system import load_system
 from tests.test_pipeline_train import FAST_BW, fast_system, scenario, shards
 
 DEV = NullProfile(op_time_s=1e-5)  # resnet50: ~3.5 ms of backward, 102 MB of fp32 gradients

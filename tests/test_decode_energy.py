@@ -18,12 +18,12 @@ import pytest
 
 from accelsim.devices.null import NullProfile
 from accelsim.errors import AccelsimError
+from accelsim.profiles.storage import load_storage
+from accelsim.profiles.systems import load_system
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.decode import load_decoder
 from accelsim.sim.part_energy import busy_s
 from accelsim.sim.run import TrainResult, simulate_training
-from accelsim.sim.system import load_system
-from accelsim.storage.media import load_storage
 from tests.test_pipeline_train import fast_system, scenario, shards
 
 STEPS, BATCH = 6, 32
@@ -189,7 +189,7 @@ def test_unknown_power_is_null_with_a_note_never_zero() -> None:
 ])
 def test_bad_power_figures_are_one_line_errors(tmp_path: Any, loader: str, name: str,
                                                extra: str, field: str) -> None:
-    from accelsim.interconnect.links import load_link
+    from accelsim.profiles.links import load_link
     from accelsim.schema import find_profile
 
     folder = {"storage": "storage", "link": "links", "decoder": "decoders"}[loader]

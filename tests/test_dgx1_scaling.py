@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from accelsim.profiles.systems import available_systems, load_system
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.run import simulate_training
-from accelsim.sim.system import available_systems, load_system
 from accelsim.workload.scenario import resolve_workload
 
 STEPS = 12  # the prefetch window fills in 2-3 steps; the step time is the mean after the first

@@ -11,8 +11,8 @@ import pytest
 import accelsim
 from accelsim.cli import main
 from accelsim.errors import AccelsimError
+from accelsim.profiles.systems import load_system
 from accelsim.sim.config import TrainConfig, resolve_config
-from accelsim.sim.system import load_system
 from accelsim.workload.scenario import resolve_workload
 
 

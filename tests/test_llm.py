@@ -13,9 +13,9 @@ from accelsim.llm.memory import memory_plan, shard_layer_params
 from accelsim.llm.models import BUILTINS, PUBLISHED_PARAMS, decoder
 from accelsim.llm.parallel import layout
 from accelsim.llm.steps import StepModel, decode_step
+from accelsim.profiles.systems import load_system
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
-from accelsim.sim.system import load_system
 from accelsim.workload.zoo import build_model
 
 A100 = load_profile("a100")

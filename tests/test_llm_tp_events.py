@@ -11,7 +11,7 @@ from accelsim.llm.models import decoder
 from accelsim.llm.parallel import layout
 from accelsim.llm.steps import StepModel
 from accelsim.llm.tp_events import ExposedCache, stage_events, stage_layers_s
-from accelsim.sim.system import load_system
+from accelsim.profiles.systems import load_system
 
 COMPUTE_S = [3e-4, 5e-4, 2e-4, 4e-4, 6e-4]
 SHORT_AR_S = [1e-4, 0.5e-4, 1.5e-4, 0.9e-4, 2e-4]  # each shorter than the next layer's compute

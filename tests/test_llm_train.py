@@ -14,9 +14,9 @@ from accelsim.llm.costs import Platform
 from accelsim.llm.models import decoder
 from accelsim.llm.parallel import layout
 from accelsim.llm.train import TrainSplit, train_memory, train_step
+from accelsim.profiles.systems import load_system
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
-from accelsim.sim.system import load_system
 
 CFG, SYSTEM = decoder("llama2_7b"), load_system("dgx-a100")
 PLAT = Platform(CFG, load_profile("a100"), "compiled", "bf16", "bf16")

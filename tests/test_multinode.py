@@ -19,11 +19,11 @@ from accelsim.devices.null import NullProfile
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.multinode import fabric, multinode_time_s, multinode_wire_bytes
 from accelsim.interconnect.nccl import achievable, collective_time_s
+from accelsim.profiles.datasets import load_dataset
+from accelsim.profiles.systems import InlineCpu, load_system
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.hostprep import prep_scale
 from accelsim.sim.run import simulate_training
-from accelsim.sim.system import InlineCpu, load_system
-from accelsim.storage.datasets import load_dataset
 from accelsim.workload.scenario import Scenario
 
 M = 64e6  # bytes per device
@@ -186,7 +186,7 @@ def test_prep_bound_run_speeds_up_with_per_core_performance() -> None:
 
 
 def test_storage_reads_over_the_network_and_the_allreduce_share_the_nics() -> None:
-    from accelsim.storage.media import load_storage
+    from accelsim.profiles.storage import load_storage
 
     dgx = load_system("dgx-a100")
     sc = Scenario(name="t", model="mlp", mode="train", batch_size=256, precision="bf16")
@@ -209,7 +209,7 @@ def test_hierarchical_beats_a_flat_ring_over_the_network() -> None:
 
 
 def test_roce_rails_run_at_their_published_achieved_bandwidth() -> None:
-    from accelsim.interconnect.links import load_link
+    from accelsim.profiles.links import load_link
 
     dgx = load_system("dgx-a100")
     roce = load_link("roce-400g")

@@ -29,14 +29,14 @@ from accelsim.interconnect.collectives import (
     ring_allreduce_time_s,
     tree_allreduce_time_s,
 )
-from accelsim.interconnect.links import load_link
 from accelsim.interconnect.nccl import achievable
+from accelsim.profiles.datasets import Dataset, load_dataset
+from accelsim.profiles.links import load_link
+from accelsim.profiles.storage import StorageMedium, load_storage
+from accelsim.profiles.systems import System, load_system
 from accelsim.sim.config import TrainConfig, resolve_config
-from accelsim.sim.readplan import read_plan
+from accelsim.sim.readplan import read_plan, sample_file_sizes_bytes
 from accelsim.sim.run import TrainResult, simulate_training
-from accelsim.sim.system import System, load_system
-from accelsim.storage.datasets import Dataset, load_dataset, sample_file_sizes_bytes
-from accelsim.storage.media import StorageMedium, load_storage
 from accelsim.workload.scenario import Scenario
 
 FAST_BW = 1e15  # B/s: "infinitely fast" for these sizes

@@ -9,7 +9,8 @@ import pytest
 from accelsim.devices.estimate import estimate
 from accelsim.devices.null import NullProfile
 from accelsim.errors import AccelsimError
-from accelsim.interconnect.links import load_link, transfer_time_s
+from accelsim.interconnect.links import transfer_time_s
+from accelsim.profiles.links import load_link
 from accelsim.results.records import Recorder
 from accelsim.results.trace import chrome_trace, write_chrome_trace
 from accelsim.sim.batching import batch_to_take, next_wake_s

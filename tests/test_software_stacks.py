@@ -24,8 +24,8 @@ from accelsim.devices.software import (
     resolve_software,
 )
 from accelsim.errors import ConfigError, UnknownNameError
-from accelsim.sim.hardware import host_clock_hz, resolve_hardware
-from accelsim.sim.system import load_system
+from accelsim.profiles.hardware import host_clock_hz, resolve_hardware
+from accelsim.profiles.systems import load_system
 from accelsim.workload.work import gemms_for, work_table
 from accelsim.workload.zoo import build_model
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from accelsim.devices.estimate import estimate
 from accelsim.devices.profile import load_profile
-from accelsim.sim.hardware import host_clock_hz
-from accelsim.sim.system import load_system
+from accelsim.profiles.hardware import host_clock_hz
+from accelsim.profiles.systems import load_system
 from accelsim.workload.zoo import build_model
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"

@@ -22,10 +22,12 @@ import pytest
 
 from accelsim.datafiles import builtin_files
 from accelsim.errors import ConfigError, UnknownNameError
-from accelsim.interconnect.links import available_links, load_link, transfer_time_s
-from accelsim.sim.system import available_systems, load_system
-from accelsim.storage.datasets import available_datasets, load_dataset, sample_file_sizes_bytes
-from accelsim.storage.media import available_storage, load_storage, read_time_s
+from accelsim.interconnect.links import transfer_time_s
+from accelsim.profiles.datasets import available_datasets, load_dataset
+from accelsim.profiles.links import available_links, load_link
+from accelsim.profiles.storage import available_storage, load_storage
+from accelsim.profiles.systems import available_systems, load_system
+from accelsim.sim.readplan import read_time_s, sample_file_sizes_bytes
 
 REFERENCE = Path(__file__).resolve().parent / "reference"
 LOADERS = {"links": load_link, "storage": load_storage, "datasets": load_dataset,

@@ -66,8 +66,8 @@ from accelsim.calibrate.write import (
 from accelsim.devices.profile import load_profile
 from accelsim.devices.software import load_stack
 from accelsim.errors import AccelsimError
+from accelsim.profiles.storage import load_storage
 from accelsim.results.files import write_atomic
-from accelsim.storage.media import load_storage
 
 # What a budget measures: precisions, repeats per case, stream / disk bytes, JPEG decodes.
 PLAN = {

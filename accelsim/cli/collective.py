@@ -20,7 +20,7 @@ from accelsim.interconnect.collectives import ALL_ALGORITHMS, OPS
 from accelsim.interconnect.multinode import cluster_record
 from accelsim.interconnect.nccl import AUTO, parse_sizes
 from accelsim.physical import MAX_NODES
-from accelsim.sim.hardware import resolve_hardware
+from accelsim.profiles.hardware import resolve_hardware
 
 
 def render_collective(r: dict[str, Any]) -> str:

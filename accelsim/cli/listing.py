@@ -49,7 +49,7 @@ def list_cmd(as_json: bool) -> None:
     """Built-in device profiles, systems, software stacks, scenarios and zoo models."""
     from accelsim.devices.profile import list_profiles
     from accelsim.devices.software import builtin_stacks
-    from accelsim.sim.system import available_systems, load_system
+    from accelsim.profiles.systems import available_systems, load_system
     from accelsim.workload.scenario import scenario_names
     from accelsim.workload.zoo import model_names
 

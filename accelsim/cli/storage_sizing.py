@@ -33,8 +33,8 @@ def _workload(name: str) -> str:
 
 
 def _system(hardware: str, knobs: dict[str, Any]) -> Any:
-    from accelsim.sim.hardware import resolve_hardware
-    from accelsim.storage.media import load_storage
+    from accelsim.profiles.hardware import resolve_hardware
+    from accelsim.profiles.storage import load_storage
 
     system = resolve_hardware(hardware)[0]
     if "storage" in knobs:

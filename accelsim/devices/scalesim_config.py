@@ -34,7 +34,7 @@ from accelsim.devices.energy import energy_constants
 from accelsim.devices.profile import parse_profile
 from accelsim.devices.profile_types import DeviceProfile, SramSpec
 from accelsim.errors import ConfigError, DataFileError
-from accelsim.interconnect.links import load_link
+from accelsim.profiles.links import load_link
 from accelsim.schema import read_text_file
 
 ARRAY = "architecture_presets"

@@ -167,7 +167,7 @@ def write_scalesim_reports(directory: Path, graph: Graph, profile: DeviceProfile
 def write_config_reports(directory: Path, cfg: Any) -> list[Path]:
     """The reports of a simulation config (`accelsim.sim.spec.SimulationConfig`): its
     workload's graph on its hardware, at its batch size and dataflow."""
-    from accelsim.sim.hardware import resolve_hardware
+    from accelsim.profiles.hardware import resolve_hardware
 
     _, profile = resolve_hardware(cfg.hardware)
     return write_scalesim_reports(directory, cfg.scenario.graph(), profile,

@@ -134,8 +134,8 @@ def _case_costs(row: Row) -> dict[str, np.ndarray]:
 def host_scale(system: str, stack: str) -> float:
     """Reference host clock / the system's host clock (the stack's host-time factor); 1 where
     no system (or no host clock) is given."""
-    from accelsim.sim.hardware import host_clock_hz
-    from accelsim.sim.system import load_system
+    from accelsim.profiles.hardware import host_clock_hz
+    from accelsim.profiles.systems import load_system
 
     clock = host_clock_hz(load_system(system)) if system else None
     return 1.0 if clock is None else stack_for_key(stack).reference_single_thread_hz / clock

@@ -24,9 +24,9 @@ import pandas as pd
 
 from accelsim.devices.precision import fallback_precision, hardware_key
 from accelsim.errors import AccelsimError, PrecisionError
+from accelsim.profiles.hardware import resolve_hardware
 from accelsim.results.summary import ROW_COLUMNS, error_row, flat_row
 from accelsim.run import SimulationConfig, run_simulation
-from accelsim.sim.hardware import resolve_hardware
 from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import Scenario
 

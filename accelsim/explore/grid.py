@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.errors import AccelsimError
-from accelsim.sim.hardware import resolve_hardware
+from accelsim.profiles.hardware import resolve_hardware
 from accelsim.sim.knobs import KNOBS, knob_names, parse_knob_values
 from accelsim.workload.scenario import Scenario, resolve_workload
 

@@ -51,7 +51,7 @@ import math
 from collections.abc import Callable
 
 from accelsim.errors import AccelsimError
-from accelsim.interconnect.links import Link
+from accelsim.profiles.links import Link
 
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall")
 ALGORITHMS = ("ring", "tree", "nvls")  # all-reduce algorithms

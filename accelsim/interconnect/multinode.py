@@ -40,8 +40,8 @@ from accelsim.interconnect.collectives import (
     ring_gather_time_s,
     wire_bytes,
 )
-from accelsim.interconnect.links import Link
 from accelsim.interconnect.nccl import achievable, collective_record, collective_time_s
+from accelsim.profiles.links import Link
 
 NETWORK_ALGORITHMS = ("ring", "tree")  # the cross-node all-reduce (nvls is in-node only)
 

@@ -25,7 +25,7 @@ from accelsim.devices.efficiency import load_efficiency
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.interconnect.collectives import bus_factor, op_algorithms
 from accelsim.interconnect.collectives import collective_time_s as closed_form_s
-from accelsim.interconnect.links import Link
+from accelsim.profiles.links import Link
 
 AUTO = "auto"
 LINK_CLASSES = {"nvlink": "nvlink", "nvswitch": "nvlink", "pcie": "pcie"}

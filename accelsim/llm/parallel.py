@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.errors import AccelsimError
-from accelsim.interconnect.links import Link, transfer_time_s
+from accelsim.interconnect.links import transfer_time_s
 from accelsim.interconnect.nccl import AUTO, collective_time_s
 from accelsim.llm.models import DecoderConfig
+from accelsim.profiles.links import Link
 
 
 @dataclass(frozen=True)

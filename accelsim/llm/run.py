@@ -40,8 +40,8 @@ from accelsim.llm.record import (
     memory_record,
 )
 from accelsim.llm.steps import StepModel
+from accelsim.profiles.hardware import host_clock_hz, resolve_hardware
 from accelsim.results.records import Recorder
-from accelsim.sim.hardware import host_clock_hz, resolve_hardware
 from accelsim.sim.spec import SimulationConfig, SimulationResult
 
 SERVE_ONLY = ("batching", "length_dist", "slo_ttft_s", "slo_tpot_s", "chunked_prefill",

@@ -112,7 +112,7 @@ class Context:
 def run_context(workload: Any, hw: str, record: dict[str, Any], knobs: dict[str, Any]
                 ) -> Context:
     """The `Context` of the run of `workload` on `hw` with `knobs` that gave `record`."""
-    from accelsim.sim.hardware import resolve_hardware
+    from accelsim.profiles.hardware import resolve_hardware
     from accelsim.sim.knobs import DEFAULT_MAX_EVENTS, make_config
 
     cfg = make_config(workload, hw, **knobs)
@@ -151,7 +151,7 @@ def _prefetch(plan: Any) -> list[Candidate]:
 
 
 def _gpudirect(plan: Any) -> list[Candidate]:
-    from accelsim.sim.system import GDS_STORAGE_KINDS
+    from accelsim.profiles.systems import GDS_STORAGE_KINDS
 
     sysm = plan.system
     if plan.gpudirect or not sysm.gpudirect_storage or sysm.storage.kind not in GDS_STORAGE_KINDS:
@@ -179,7 +179,7 @@ def _decode_on_device(plan: Any) -> list[Candidate]:
 def _faster_media(plan: Any) -> list[Candidate]:
     """The medium with the most bandwidth and the one with the lowest request latency, among
     those this system can reach, when they beat the current one."""
-    from accelsim.storage.media import available_storage, load_storage
+    from accelsim.profiles.storage import available_storage, load_storage
 
     now = plan.system.storage
     media = [load_storage(n) for n in available_storage() if n != now.name]

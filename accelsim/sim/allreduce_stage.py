@@ -15,7 +15,7 @@ from typing import Any
 import simpy
 
 from accelsim.interconnect.buckets import advance
-from accelsim.interconnect.links import BITS_PER_BYTE, Link
+from accelsim.profiles.links import BITS_PER_BYTE, Link
 from accelsim.sim.costs import PhaseCost
 
 

@@ -22,9 +22,9 @@ from accelsim.devices.core import explain_bound
 from accelsim.devices.estimate import DeviceEstimate, estimate, summary
 from accelsim.devices.profile import with_dataflow
 from accelsim.errors import AccelsimError
+from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile, resolve_hardware
 from accelsim.results.metrics import ROLES
 from accelsim.results.records import Recorder
-from accelsim.sim.hardware import host_clock_hz, host_cpu_profile, resolve_hardware
 from accelsim.sim.spec import SimulationConfig, SimulationResult, max_events
 from accelsim.workload.scenario import Scenario
 

@@ -42,11 +42,11 @@ from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB
 from accelsim.interconnect.collectives import ALGORITHMS
 from accelsim.interconnect.nccl import AUTO, check_algorithm, proxy_cores_per_rank
+from accelsim.profiles.datasets import Dataset, load_dataset
+from accelsim.profiles.storage import StorageMedium, load_storage
+from accelsim.profiles.systems import GDS_STORAGE_KINDS, System
 from accelsim.sim.decode import DecodePlan, decode_plan
 from accelsim.sim.straggler import SPREAD_RANGE, class_spread, is_spread
-from accelsim.sim.system import GDS_STORAGE_KINDS, System
-from accelsim.storage.datasets import Dataset, load_dataset
-from accelsim.storage.media import StorageMedium, load_storage
 from accelsim.workload.scenario import Scenario
 
 EVENTS_PER_DEVICE_STEP = 8  # records per step and accelerator besides reads and preps
@@ -173,7 +173,7 @@ def _flag(field: str, value: object) -> bool:
 def _load_profile(system: System, given: Any) -> Any:
     if given is not None:
         return given
-    from accelsim.sim.hardware import system_device
+    from accelsim.profiles.hardware import system_device
 
     return system_device(system)
 

@@ -37,6 +37,7 @@ from typing import Any
 from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError
 from accelsim.physical import OPS_RATE, POWER
+from accelsim.profiles.datasets import Dataset
 from accelsim.schema import (
     find_profile,
     non_negative,
@@ -45,7 +46,6 @@ from accelsim.schema import (
     read_toml,
     text,
 )
-from accelsim.storage.datasets import Dataset
 
 DECODE_PLACES = ("cpu", "gpu", "hw")
 # Device classes whose SMs can decode (the null device stands in for any in tests).

@@ -28,6 +28,8 @@ from typing import Any
 from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError
 from accelsim.physical import DURATION, MAX_BATCH, MAX_DEVICES, MAX_THREADS
+from accelsim.profiles.datasets import Dataset, load_dataset
+from accelsim.profiles.systems import System
 from accelsim.results.metrics import accelerator_utilization
 from accelsim.schema import (
     Field,
@@ -39,8 +41,6 @@ from accelsim.schema import (
     read_toml,
     text,
 )
-from accelsim.sim.system import System
-from accelsim.storage.datasets import Dataset, load_dataset
 
 WORKLOADS = ("unet3d", "resnet50", "cosmoflow")
 _ENTRY = (text("dataset"), count("batch_size", high=MAX_BATCH),

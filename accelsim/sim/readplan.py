@@ -14,6 +14,9 @@ file, while latency, IOPS and bandwidth all still count per file.
 
     plan = read_plan(dataset, devices=8, batch=256, io_threads=16, steps=None, epochs=1, seed=0)
     plan.bytes[step, device, thread], plan.samples[...], plan.requests[...]
+
+Also the two closed forms of storage under the plan: a file-size draw from a dataset's
+distribution (`sample_file_sizes_bytes`) and one uncontended read (`read_time_s`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelsim.storage.datasets import Dataset, sample_file_sizes_bytes
+from accelsim.physical import BYTES
+from accelsim.profiles.datasets import Dataset
+from accelsim.profiles.storage import StorageMedium
 
 
 @dataclass(frozen=True)
@@ -133,3 +138,34 @@ def read_plan(ds: Dataset, devices: int, batch: int, io_threads: int, steps: int
     cut = slice(0, steps)
     return ReadPlan(*(np.concatenate([getattr(p, name) for p in parts])[cut]
                       for name in ("requests", "bytes", "samples", "epoch")))
+
+
+def read_time_s(n_bytes: float, medium: StorageMedium, gds: bool = False) -> float:
+    """Closed form for one uncontended request: latency + bytes / read bandwidth."""
+    if n_bytes < 0:
+        raise ValueError(f"n_bytes must be >= 0, got {n_bytes!r}")
+    latency = medium.request_latency_s
+    if gds and medium.gds_request_latency_s is not None:
+        latency = medium.gds_request_latency_s
+    # NB: ignores the IOPS cap and queueing; the SimPy pipeline models those.
+    return latency + n_bytes / medium.read_bandwidth_bytes_per_s
+
+
+def sample_file_sizes_bytes(dataset: Dataset, n: int,
+                            rng: np.random.Generator | int) -> np.ndarray:
+    """`n` file sizes in bytes (int64, each in [1, `physical.BYTES.high`]) drawn from the
+    dataset's distribution.
+
+    Vectorised and deterministic for a seed (an int or a `numpy.random.Generator`)."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n!r}")
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    if dataset.file_size_distribution == "constant":
+        sizes = np.full(n, dataset.file_size_mean_bytes)
+    else:
+        mu, sigma = dataset.lognormal_params
+        # NB: the lognormal shape is this model's choice; only mean and stdev are published.
+        sizes = gen.lognormal(mu, sigma, size=n)
+    # NB: rounding to whole bytes shifts the mean by < 0.5 B; the far tail of a wide lognormal
+    # is cut at the physical ceiling of a size (so it stays inside int64).
+    return np.clip(np.rint(sizes), 1, BYTES.high).astype(np.int64)

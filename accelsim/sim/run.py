@@ -40,12 +40,12 @@ from accelsim.devices.invariants import check_training
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import MIB, bucket_count, gradient_buckets
 from accelsim.interconnect.collectives import is_scale_up
-from accelsim.interconnect.links import Link
 from accelsim.interconnect.multinode import Fabric, fabric, multinode_time_s, multinode_wire_bytes
 from accelsim.interconnect.nccl import achievable, contention_share
+from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile
+from accelsim.profiles.links import Link
 from accelsim.results import metrics
 from accelsim.sim.config import TrainConfig, TrainPlan, power_bounds_w, resolve_config
-from accelsim.sim.hardware import host_clock_hz, host_cpu_profile
 from accelsim.sim.hostprep import prep_scale
 from accelsim.sim.part_energy import part_energy_j
 from accelsim.sim.readplan import read_plan

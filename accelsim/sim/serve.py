@@ -39,12 +39,12 @@ from accelsim.devices.software import (
 )
 from accelsim.errors import AccelsimError, UnknownNameError
 from accelsim.formats import FORMATS, get_format
-from accelsim.interconnect.links import Link, load_link
+from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile
+from accelsim.profiles.links import Link, load_link
+from accelsim.profiles.systems import System, load_system
 from accelsim.results.records import Recorder
 from accelsim.sim.batching import REL_TOLERANCE, batch_to_take, next_wake_s
-from accelsim.sim.hardware import host_clock_hz, host_cpu_profile
 from accelsim.sim.service import device_host_link, service_table, static_power_w
-from accelsim.sim.system import System, load_system
 from accelsim.workload.scenario import Scenario, resolve_workload
 
 SERVICE_DISTRIBUTIONS = ("fixed", "exponential")

@@ -66,8 +66,8 @@ def _whole(text: str, column: str, high: int, default: int | None = None,
 
 def _system_or_device(spec: str) -> tuple[str, str]:
     """(device profile, system or "") named by `spec` (a system's device is its accelerator)."""
-    from accelsim.sim.hardware import resolve_hardware
-    from accelsim.sim.system import load_system
+    from accelsim.profiles.hardware import resolve_hardware
+    from accelsim.profiles.systems import load_system
 
     try:
         system = load_system(spec)

@@ -50,7 +50,7 @@ def predict_row(row: Row) -> float:
     """The model's value for `row`, in its unit (samples/s or ms)."""
     from accelsim.devices.estimate import estimate
     from accelsim.devices.profile import load_profile
-    from accelsim.sim.hardware import host_clock_hz, host_cpu_profile, resolve_hardware
+    from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile, resolve_hardware
     from accelsim.workload.zoo import build_model
 
     system, profile = resolve_hardware(row.system) if row.system else (None, None)

@@ -28,7 +28,10 @@ so the sampled mean matches the published mean whatever the spread.
 Example::
 
     >>> ds = load_dataset("imagenet-raw")
-    >>> sizes = sample_file_sizes_bytes(ds, 1000, np.random.default_rng(0))
+    >>> ds.file_count == ds.sample_count    # one JPEG per sample
+    True
+
+File sizes are drawn from it by `accelsim.sim.readplan.sample_file_sizes_bytes`.
 """
 
 from __future__ import annotations
@@ -36,8 +39,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
 
 from accelsim.datafiles import builtin_files
 from accelsim.errors import ConfigError
@@ -121,26 +122,6 @@ class Dataset:
     @property
     def flagged_fields(self) -> tuple[str, ...]:
         return flagged_fields(self.sources)
-
-
-def sample_file_sizes_bytes(dataset: Dataset, n: int,
-                            rng: np.random.Generator | int) -> np.ndarray:
-    """`n` file sizes in bytes (int64, each in [1, `physical.BYTES.high`]) drawn from the
-    dataset's distribution.
-
-    Vectorised and deterministic for a seed (an int or a `numpy.random.Generator`)."""
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n!r}")
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    if dataset.file_size_distribution == "constant":
-        sizes = np.full(n, dataset.file_size_mean_bytes)
-    else:
-        mu, sigma = dataset.lognormal_params
-        # NB: the lognormal shape is this model's choice; only mean and stdev are published.
-        sizes = gen.lognormal(mu, sigma, size=n)
-    # NB: rounding to whole bytes shifts the mean by < 0.5 B; the far tail of a wide lognormal
-    # is cut at the physical ceiling of a size (so it stays inside int64).
-    return np.clip(np.rint(sizes), 1, BYTES.high).astype(np.int64)
 
 
 def load_dataset(name_or_path: str | Path) -> Dataset:

@@ -103,17 +103,6 @@ class StorageMedium:
         return flagged_fields(self.sources)
 
 
-def read_time_s(n_bytes: float, medium: StorageMedium, gds: bool = False) -> float:
-    """Closed form for one uncontended request: latency + bytes / read bandwidth."""
-    if n_bytes < 0:
-        raise ValueError(f"n_bytes must be >= 0, got {n_bytes!r}")
-    latency = medium.request_latency_s
-    if gds and medium.gds_request_latency_s is not None:
-        latency = medium.gds_request_latency_s
-    # NB: ignores the IOPS cap and queueing; the SimPy pipeline models those.
-    return latency + n_bytes / medium.read_bandwidth_bytes_per_s
-
-
 def _fields(kind: str) -> tuple[Field, ...]:
     """FIELDS for a medium of `kind`: only UNBOUNDED_KINDS may omit read_bandwidth_mb_s."""
     return tuple(replace(f, required=kind not in UNBOUNDED_KINDS)

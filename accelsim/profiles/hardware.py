@@ -18,9 +18,9 @@ from typing import Any
 
 from accelsim.devices.profile import builtin_profile_names, load_profile
 from accelsim.errors import ConfigError, UnknownNameError
-from accelsim.interconnect.links import available_links, load_link
+from accelsim.profiles.links import available_links, load_link
+from accelsim.profiles.systems import System, available_systems, load_system
 from accelsim.schema import read_toml
-from accelsim.sim.system import System, available_systems, load_system
 
 DEFAULT_HOST_SYSTEM = "workstation"
 

@@ -20,7 +20,7 @@ host.dram_gb                            yes      > 0; host memory
 host.dram_bandwidth_gb_s                yes      > 0; all sockets together; also the
                                                  page-cache read bandwidth (upper bound)
 accelerator.device                      yes      a device profile name or .toml path (loaded
-                                                 by `accelsim.sim.hardware.system_device`)
+                                                 by `accelsim.profiles.hardware.system_device`)
 accelerator.count                       yes      >= 1
 links.host_to_device                    yes      a link name (hw_profiles/links/) or path
 links.device_to_device                  no       a link name; required when count > 1
@@ -53,8 +53,10 @@ from typing import Any, TypeVar
 
 from accelsim.datafiles import builtin_files
 from accelsim.errors import ConfigError, UnknownNameError
-from accelsim.interconnect.links import Link, load_link
 from accelsim.physical import BANDWIDTH, BYTES, FREQUENCY, MAX_DEVICES, MAX_THREADS
+from accelsim.profiles.datasets import Dataset, load_dataset
+from accelsim.profiles.links import Link, load_link
+from accelsim.profiles.storage import StorageMedium, load_storage
 from accelsim.schema import (
     GB,
     Field,
@@ -67,8 +69,6 @@ from accelsim.schema import (
     read_toml,
     text,
 )
-from accelsim.storage.datasets import Dataset, load_dataset
-from accelsim.storage.media import StorageMedium, load_storage
 
 GDS_STORAGE_KINDS = ("nvme", "nas")
 
