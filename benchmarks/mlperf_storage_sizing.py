@@ -24,9 +24,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from accelsim.profiles.emulation import load_emulation
 from accelsim.profiles.storage import load_storage
 from accelsim.profiles.systems import load_system
-from accelsim.sim.mlperf_storage import emulate, load_emulation, max_accelerators
+from accelsim.sim.mlperf_storage import emulate, max_accelerators
 
 ROOT = Path(__file__).resolve().parent.parent
 CSV = ROOT / "tests" / "reference" / "calibration_measurements.csv"

@@ -18,10 +18,10 @@ import pytest
 
 from accelsim.devices.null import NullProfile
 from accelsim.errors import AccelsimError
+from accelsim.profiles.decoders import load_decoder
 from accelsim.profiles.storage import load_storage
 from accelsim.profiles.systems import load_system
 from accelsim.sim.config import TrainConfig
-from accelsim.sim.decode import load_decoder
 from accelsim.sim.part_energy import busy_s
 from accelsim.sim.run import TrainResult, simulate_training
 from tests.test_pipeline_train import fast_system, scenario, shards

@@ -15,9 +15,10 @@ import pytest
 from accelsim.cli import main
 from accelsim.errors import AccelsimError
 from accelsim.profiles.datasets import load_dataset
+from accelsim.profiles.emulation import load_emulation
 from accelsim.profiles.storage import load_storage
 from accelsim.profiles.systems import load_system
-from accelsim.sim.mlperf_storage import emulate, load_emulation, max_accelerators
+from accelsim.sim.mlperf_storage import emulate, max_accelerators
 
 EMU = load_emulation("a100", "resnet50")  # constant-size samples: demand is exact
 DS = load_dataset(EMU.dataset)

@@ -13,8 +13,9 @@ import click
 
 from accelsim.cli.common import echo_json
 from accelsim.errors import AccelsimError
+from accelsim.profiles.emulation import WORKLOADS, load_emulation
 from accelsim.sim.knobs import KNOBS, _in_range
-from accelsim.sim.mlperf_storage import WORKLOADS, emulate, load_emulation, max_accelerators
+from accelsim.sim.mlperf_storage import emulate, max_accelerators
 
 # Knobs that mean something to an emulated run (the rest size a model, which DLIO runs none of).
 _KNOBS = ("storage", "storage_count", "devices", "steps", "seed", "prefetch")

@@ -164,7 +164,7 @@ def _gpudirect(plan: Any) -> list[Candidate]:
 
 def _decode_on_device(plan: Any) -> list[Candidate]:
     """Decoding on the GPU's JPEG engine, then on its SMs, instead of host cores."""
-    from accelsim.sim.decode import available_decoders, load_decoder
+    from accelsim.profiles.decoders import available_decoders, load_decoder
 
     name = plan.device_profile.name
     if plan.decode.place != "cpu" or name not in available_decoders():

@@ -13,63 +13,21 @@ DALI), or on its hardware JPEG decoder (NVJPG on A100/H100).
 - "hw": as "gpu", but the hardware decoder does it at `hw_images_per_s`, beside the SMs
   (it overlaps compute and contends only with itself).
 
-Data: `hw_profiles/decoders/<device>.toml`, name = the device profile's name. Schema:
-
-================= ======== ===============================================================
-key               required meaning
-================= ======== ===============================================================
-description       yes      one line
-sm_images_per_s   yes      > 0; ImageNet-size JPEGs decoded and resized per second by the
-                           whole device's SMs
-hw_images_per_s   no       > 0; the same by all its hardware JPEG decoders (absent: none)
-hw_power_w        no       >= 0; the hardware decoders' draw while busy (absent: unknown)
-================= ======== ===============================================================
-
-plus `[sources]`.
+The rates per device: `accelsim.profiles.decoders`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError
-from accelsim.physical import OPS_RATE, POWER
 from accelsim.profiles.datasets import Dataset
-from accelsim.schema import (
-    find_profile,
-    non_negative,
-    parse_profile,
-    positive,
-    read_toml,
-    text,
-)
+from accelsim.profiles.decoders import available_decoders, load_decoder
 
 DECODE_PLACES = ("cpu", "gpu", "hw")
 # Device classes whose SMs can decode (the null device stands in for any in tests).
 DECODING_CLASSES = ("gpu", "null")
-
-FIELDS = (
-    text("description"),
-    positive("sm_images_per_s", span=OPS_RATE),
-    positive("hw_images_per_s", required=False, span=OPS_RATE),
-    non_negative("hw_power_w", required=False, span=POWER),
-)
-
-
-@dataclass(frozen=True)
-class DecoderProfile:
-    """One device's JPEG decode rates, samples per second."""
-
-    name: str
-    description: str
-    sm_images_per_s: float
-    hw_images_per_s: float | None = None
-    hw_power_w: float | None = None
-    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
-
 
 @dataclass(frozen=True)
 class DecodePlan:
@@ -83,17 +41,6 @@ class DecodePlan:
     @property
     def on_device(self) -> bool:
         return self.place != "cpu"
-
-
-def load_decoder(name_or_path: str | Path) -> DecoderProfile:
-    """A device's decoder profile by device name (`available_decoders()`) or TOML path."""
-    path = find_profile(name_or_path, "decoders/*.toml", "decoder profile")
-    values, sources = parse_profile(read_toml(path), FIELDS, str(path))
-    return DecoderProfile(name=path.stem, sources=sources, **values)
-
-
-def available_decoders() -> list[str]:
-    return sorted(builtin_files("hw_profiles", "decoders/*.toml"))
 
 
 def _bad(value: object, problem: str) -> AccelsimError:

@@ -13,41 +13,22 @@ copies nothing, no gradient is all-reduced, and the dataset is stretched to 5 x 
 the page cache cannot serve it. The search: the closed form B / (au_target x d) (storage
 bandwidth over per-accelerator demand at the threshold) first, then simulations up or down.
 
-Data: `hw_profiles/emulation/<accelerator>.toml`, one table per workload: dataset, batch_size,
-computation_time_s, read_threads, au_target (all from the DLIO configs of MLPerf Storage
-v1.0), plus `[sources]`.
+The emulated accelerators: `accelsim.profiles.emulation`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
-from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError
-from accelsim.physical import DURATION, MAX_BATCH, MAX_DEVICES, MAX_THREADS
+from accelsim.physical import MAX_DEVICES
 from accelsim.profiles.datasets import Dataset, load_dataset
+from accelsim.profiles.emulation import Emulation, load_emulation
 from accelsim.profiles.systems import System
 from accelsim.results.metrics import accelerator_utilization
-from accelsim.schema import (
-    Field,
-    count,
-    find_profile,
-    fraction,
-    parse_profile,
-    positive,
-    read_toml,
-    text,
-)
 
-WORKLOADS = ("unet3d", "resnet50", "cosmoflow")
-_ENTRY = (text("dataset"), count("batch_size", high=MAX_BATCH),
-          positive("computation_time_s", span=DURATION), count("read_threads", high=MAX_THREADS),
-          fraction("au_target"))
-FIELDS = (text("description"),
-          *(Field(w, dict, required=False, sub=_ENTRY) for w in WORKLOADS))
 # NB: MLPerf Storage v1.0 sizes the dataset to at least 5x the host's memory so that the page
 # cache cannot serve it (unverified: rule recalled from the v1.0 Rules.md).
 DATASET_OVER_DRAM = 5
@@ -57,35 +38,6 @@ DATASET_OVER_DRAM = 5
 # start is negligible.
 STEPS = 60
 FAST_BW = 1e15  # B/s: the host-to-device copy DLIO does not make
-
-
-@dataclass(frozen=True)
-class Emulation:
-    """One workload on one emulated accelerator."""
-
-    accelerator: str
-    workload: str
-    dataset: str
-    batch_size: int
-    computation_time_s: float
-    read_threads: int
-    au_target: float
-    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
-
-
-def load_emulation(accelerator: str | Path, workload: str) -> Emulation:
-    """The emulated `accelerator` (`available_emulations()`, or a TOML path) for `workload`."""
-    path = find_profile(accelerator, "emulation/*.toml", "emulated accelerator")
-    values, sources = parse_profile(read_toml(path), FIELDS, str(path))
-    if workload not in WORKLOADS or values.get(workload) is None:
-        have = [w for w in WORKLOADS if values.get(w)]
-        raise AccelsimError(f"emulated accelerator '{path.stem}': MLPerf Storage emulates "
-                            f"{', '.join(have)}, not '{workload}'")
-    return Emulation(path.stem, workload, sources=sources, **values[workload])
-
-
-def available_emulations() -> list[str]:
-    return sorted(builtin_files("hw_profiles", "emulation/*.toml"))
 
 
 def demand_bytes_per_s(emu: Emulation, dataset: Dataset) -> float:
