@@ -40,11 +40,13 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import math
 import stat
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -186,16 +188,25 @@ def read_text_file(path: str | Path) -> str:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """Parse `path` (read by `read_text_file`); a malformed file is a ConfigError naming it."""
+    """Parse `path` (read by `read_text_file`); a malformed file is a ConfigError naming it.
+    Parsed once per process for each text (a fresh copy returned), so a sweep re-reading a
+    profile at every point pays the parse once and an edited file is read anew."""
     text = read_text_file(path)
+    return copy.deepcopy(_parsed_toml(str(path), text))
+
+
+@lru_cache(maxsize=512)
+def _parsed_toml(source: str, text: str) -> dict[str, Any]:
+    # NB: keyed by the file's whole text rather than its mtime: a file rewritten within the
+    # file system's timestamp resolution is never served stale, for the cost of reading it.
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise DataFileError(str(path), f"not valid TOML: {exc}") from None
+        raise DataFileError(source, f"not valid TOML: {exc}") from None
     except ValueError as exc:  # an integer of more digits than Python converts (4,300)
-        raise DataFileError(str(path), f"not valid TOML: {exc}") from None
+        raise DataFileError(source, f"not valid TOML: {exc}") from None
     except RecursionError:
-        raise DataFileError(str(path), "not valid TOML: nested too deeply") from None
+        raise DataFileError(source, "not valid TOML: nested too deeply") from None
 
 
 def find_profile(name_or_path: str | Path, pattern: str, what: str) -> Path:
