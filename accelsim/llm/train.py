@@ -60,7 +60,6 @@ from accelsim.llm.train_comm import (
     tp_link_energy,
 )
 from accelsim.llm.work import (
-    SOFTMAX_FLOPS,
     Rows,
     elementwise_rows,
     embed_rows,
@@ -68,11 +67,14 @@ from accelsim.llm.work import (
     linear_rows,
 )
 from accelsim.sim.straggler import expected_max
+from accelsim.workload.ops import OpKind
 from accelsim.workload.work import OPTIMIZER_FLOPS_PER_PARAM
 
 ZERO_STAGES = (0, 1, 2, 3)
 GRAD_BYTES, ADAM_BYTES = 2.0, 12.0  # per parameter, mixed precision (weights: WEIGHT_BYTES)
-BACKWARD_FLOPS = {"linear": 2.0, "attention": 2.5}  # x forward; any other row: 1.0
+# x forward; any other row: 1.0. NB: the token rows' own convention, coarser than the graph's
+# per-element backward FLOPs of `accelsim.workload.counts` (e.g. RMSNorm 6 / 4).
+BACKWARD_FLOPS = {OpKind.LINEAR.value: 2.0, OpKind.ATTENTION.value: 2.5}
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def _micro_rows(plat: Platform, split: TrainSplit) -> tuple[pd.DataFrame, pd.Dat
     embed_rows(rows, plat.cfg, step, plat.formats)
     vocab = plat.shard.vocab(plat.cfg)
     linear_rows(rows, "lm_head", step.tokens, vocab, plat.cfg.d_model, plat.formats, False)
-    elementwise_rows(rows, "loss", "softmax", step.tokens * vocab, SOFTMAX_FLOPS, 1, plat.formats)
+    elementwise_rows(rows, "loss", (OpKind.SOFTMAX,), step.tokens * vocab, 1, plat.formats)
     work, gemms, ids = rows.frames()
     work = work.assign(shape=ids)
     return pd.concat([work, _backward(work)], ignore_index=True), gemms

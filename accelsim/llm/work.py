@@ -29,14 +29,11 @@ import numpy as np
 import pandas as pd
 
 from accelsim.llm.models import DecoderConfig
+from accelsim.workload.counts import elementwise_flops, softmax_flops
+from accelsim.workload.ops import OpKind
 
 # NB: tensor-core MMA fragments are 8 (n) x 16 (m) x 16 (k); small-M kernels pad tokens to 8.
 SKINNY_ROW_MULTIPLE = 8
-# NB: elementwise FLOPs per element, the conventions of `accelsim.workload.counts`.
-NORM_FLOPS = {"llama": 4, "gpt2": 5}  # RMSNorm, LayerNorm
-ACT_FLOPS = {"llama": 6, "gpt2": 8}  # SiLU (5) x up (1); tanh-GELU
-ROPE_FLOPS = 3
-SOFTMAX_FLOPS = 5
 
 
 @dataclass(frozen=True)
@@ -105,11 +102,11 @@ class Rows:
         self.shape_ids: list[int] = []
         self.shape_id = 0
 
-    def add(self, name: str, op: str, flops: float, read_b: float, write_b: float,
+    def add(self, name: str, op: OpKind, flops: float, read_b: float, write_b: float,
             weight_b: float = 0.0, gemms: tuple[tuple[float, float, float, float], ...] = ()
             ) -> None:
         index = len(self.rows)
-        self.rows.append((name, op, self.phase, bool(gemms), float(flops), float(read_b),
+        self.rows.append((name, op.value, self.phase, bool(gemms), float(flops), float(read_b),
                           float(write_b), float(weight_b), index))
         self.shape_ids.append(self.shape_id)
         for m, n, k, count in gemms:
@@ -137,18 +134,31 @@ def linear_rows(r: Rows, name: str, tokens: float, n_out: int, k_in: int, fmt: F
     """A weight GEMM (or `experts` of them, each on `expert_tokens` rows)."""
     rows = tokens if expert_tokens is None else expert_tokens
     weights = experts * (n_out * k_in + (n_out if bias else 0)) * fmt.weight_bytes
-    r.add(name, "linear", 2.0 * rows * experts * n_out * k_in,
+    r.add(name, OpKind.LINEAR, 2.0 * rows * experts * n_out * k_in,
           rows * experts * k_in * fmt.act_bytes + weights, rows * experts * n_out * fmt.act_bytes,
           weights, ((rows, n_out, k_in, experts),))
 
 
-def elementwise_rows(r: Rows, name: str, op: str, elems: float, flops_per: float,
-                     inputs: int, fmt: Formats, weight_elems: float = 0.0) -> None:
+def norm_kinds(cfg: DecoderConfig) -> tuple[OpKind, ...]:
+    """A decoder's normalisation: RMSNorm (llama family) or LayerNorm (gpt2)."""
+    return (OpKind.RMSNORM,) if cfg.arch == "llama" else (OpKind.LAYERNORM,)
+
+
+def act_kinds(cfg: DecoderConfig) -> tuple[OpKind, ...]:
+    """A decoder's FFN activation: SwiGLU's SiLU times the up projection (llama family), or
+    tanh-GELU (gpt2)."""
+    return (OpKind.SILU, OpKind.MUL) if cfg.arch == "llama" else (OpKind.GELU,)
+
+
+def elementwise_rows(r: Rows, name: str, kinds: tuple[OpKind, ...], elems: float, inputs: int,
+                     fmt: Formats, weight_elems: float = 0.0) -> None:
     """An elementwise or normalisation row over `elems` outputs read from `inputs` tensors
-    (a norm's `weight_elems` scale read once)."""
+    (a norm's `weight_elems` scale read once), of the op kinds `kinds` fused into one kernel
+    (named after the first), each at the FLOPs per element of `accelsim.workload.counts`."""
     w = weight_elems * fmt.act_bytes
-    r.add(name, op, flops_per * elems, inputs * elems * fmt.act_bytes + w, elems * fmt.act_bytes,
-          w)
+    flops_per = sum(elementwise_flops(kind)[0] for kind in kinds)
+    r.add(name, kinds[0], flops_per * elems, inputs * elems * fmt.act_bytes + w,
+          elems * fmt.act_bytes, w)
 
 
 def experts_touched(cfg: DecoderConfig, tokens: float, local: int | None = None) -> float:
@@ -170,13 +180,12 @@ def layer_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Forma
     bias = cfg.has_bias
     linear_rows(r, "qkv_proj", t, (heads + 2 * kv_heads) * hd, d, fmt, bias)
     if cfg.arch == "llama":
-        elementwise_rows(r, "rope", "rope", t * (heads + kv_heads) * hd, ROPE_FLOPS, 1, fmt)
+        elementwise_rows(r, "rope", (OpKind.ROPE,), t * (heads + kv_heads) * hd, 1, fmt)
     if fused_attention is not None:
         attention_rows(r, cfg, shard, step, fmt, fused_attention)
     linear_rows(r, "o_proj", t, d, heads * hd, fmt, bias)
-    elementwise_rows(r, "attn_add", "add", t * d, 1, 2, fmt)
-    elementwise_rows(r, "mlp_norm", "rmsnorm" if cfg.arch == "llama" else "layernorm", t * d,
-                 NORM_FLOPS[cfg.arch], 1, fmt, d)
+    elementwise_rows(r, "attn_add", (OpKind.ADD,), t * d, 2, fmt)
+    elementwise_rows(r, "mlp_norm", norm_kinds(cfg), t * d, 1, fmt, d)
     local = shard.experts(cfg)
     touched = experts_touched(cfg, t, local)
     # token-expert pairs this GPU computes (all of them unless its experts are a share)
@@ -187,13 +196,12 @@ def layer_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Forma
     up = 2 * d_ff if cfg.arch == "llama" else d_ff
     linear_rows(r, "gate_up_proj" if cfg.arch == "llama" else "fc1", t, up, d, fmt, bias, touched,
             per_expert)
-    elementwise_rows(r, "act", "silu" if cfg.arch == "llama" else "gelu", routed * d_ff,
-                 ACT_FLOPS[cfg.arch], 2 if cfg.arch == "llama" else 1, fmt)
+    elementwise_rows(r, "act", act_kinds(cfg), routed * d_ff, 2 if cfg.arch == "llama" else 1,
+                     fmt)
     linear_rows(r, "down_proj" if cfg.arch == "llama" else "fc2", t, d, d_ff, fmt, bias, touched,
             per_expert)
-    elementwise_rows(r, "mlp_add", "add", t * d, 1, 2, fmt)
-    elementwise_rows(r, "next_norm", "rmsnorm" if cfg.arch == "llama" else "layernorm", t * d,
-                 NORM_FLOPS[cfg.arch], 1, fmt, d)
+    elementwise_rows(r, "mlp_add", (OpKind.ADD,), t * d, 2, fmt)
+    elementwise_rows(r, "next_norm", norm_kinds(cfg), t * d, 1, fmt, d)
 
 
 def attention_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Formats,
@@ -203,7 +211,7 @@ def attention_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: F
     hd, t = cfg.head_dim, step.tokens
     heads, kv_heads = shard.heads(cfg), shard.kv_heads(cfg)
     pairs = step.score_pairs * heads
-    flops = 4.0 * pairs * hd + SOFTMAX_FLOPS * pairs
+    flops = 4.0 * pairs * hd + softmax_flops() * pairs
     kv_elems = 2.0 * kv_heads * hd
     read_b = t * heads * hd * fmt.act_bytes + step.kv_read_tokens * kv_elems * fmt.kv_bytes
     write_b = t * heads * hd * fmt.act_bytes + t * kv_elems * fmt.kv_bytes
@@ -218,7 +226,7 @@ def attention_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: F
         m, keys, count = heads / kv_heads, step.score_pairs / max(step.seqs, 1), kv_heads * t
     else:
         m, keys, count = t / step.seqs, step.score_pairs / t, heads * step.seqs
-    r.add("attention", "attention", flops, read_b, write_b, 0.0,
+    r.add("attention", OpKind.ATTENTION, flops, read_b, write_b, 0.0,
           ((m, keys, hd, count), (m, hd, keys, count)))
 
 
@@ -226,11 +234,10 @@ def embed_rows(r: Rows, cfg: DecoderConfig, step: Step, fmt: Formats) -> None:
     """Token (and gpt2 position) embedding gather, then the first layer's input norm."""
     d = cfg.d_model
     gathers = 2 if cfg.arch == "gpt2" else 1
-    r.add("embed", "embedding", (gathers - 1) * step.tokens * d,
+    r.add("embed", OpKind.EMBEDDING, (gathers - 1) * step.tokens * d,
           step.tokens * (1 + gathers * d * fmt.weight_bytes / fmt.act_bytes) * fmt.act_bytes,
           step.tokens * d * fmt.act_bytes)
-    elementwise_rows(r, "input_norm", "rmsnorm" if cfg.arch == "llama" else "layernorm",
-                 step.tokens * d, NORM_FLOPS[cfg.arch], 1, fmt, d)
+    elementwise_rows(r, "input_norm", norm_kinds(cfg), step.tokens * d, 1, fmt, d)
 
 
 def head_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Formats) -> None:

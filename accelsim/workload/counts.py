@@ -213,6 +213,17 @@ _PER_ELEMENT_FLOPS: dict[OpKind, tuple[int, int]] = {
 }
 
 
+def elementwise_flops(kind: OpKind) -> tuple[int, int]:
+    """(forward, backward) FLOPs per output element of an elementwise or normalisation op kind:
+    the one convention every path costs it by (the graph's ops, the decoder's token rows)."""
+    return _PER_ELEMENT_FLOPS[kind]
+
+
+def softmax_flops() -> int:
+    """Forward FLOPs per score of a softmax, as attention counts it."""
+    return _SOFTMAX_FLOPS
+
+
 @formula(*_PER_ELEMENT_FLOPS)
 def _per_element(op: Op) -> OpCounts:
     fwd_per, bwd_per = _PER_ELEMENT_FLOPS[op.kind]
