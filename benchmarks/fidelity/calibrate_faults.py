@@ -1,6 +1,7 @@
-"""Trace the GEMM sweep rows of benchmarks/calibrate_host.py that miss 15%: fresh-page faults.
+"""Trace the GEMM sweep rows of benchmarks/fidelity/calibrate_host.py that miss 15%: fresh-page
+faults.
 
-Run: python benchmarks/calibrate_faults.py [--reps R]
+Run: python benchmarks/fidelity/calibrate_faults.py [--reps R]
 Writes results/calibrate_faults.md.
 
 For each GEMM (the sweep's misses and some rows that pass) and precision, in child processes
@@ -27,7 +28,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).parent / "results" / "calibrate_faults.md"
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+
+OUT = ROOT / "benchmarks" / "results" / "calibrate_faults.md"
 ROWS = (("fp32", (1, 2048, 1024)), ("fp32", (2, 1024, 2048)), ("fp32", (8, 1024, 1024)),
         ("fp32", (32, 2048, 2048)), ("fp32", (768, 3072, 768)),
         ("bf16", (16, 3072, 768)), ("bf16", (32, 2048, 2048)), ("bf16", (768, 3072, 768)),

@@ -1,6 +1,6 @@
 """Prediction vs measurement on this host, before and after `accelsim calibrate` (issue 10).
 
-Run: python benchmarks/calibrate_host.py [--blas-threads N] [--torch] [--reps R]
+Run: python benchmarks/fidelity/calibrate_host.py [--blas-threads N] [--torch] [--reps R]
 Writes results/calibrate_host.md and the calibrated profiles to results/calibrate_host/.
 
 1. Calibrate (`accelsim.calibrate.run.calibrate`, timed): the CPU profile, the numpy stack and
@@ -38,7 +38,10 @@ import sys
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+
+RESULTS = ROOT / "benchmarks" / "results"
 OUT = RESULTS / "calibrate_host.md"
 PROFILES = RESULTS / "calibrate_host"
 REPEATS = 5  # forward passes per measurement: accelsim.calibrate.cases.FORWARD_PASSES
@@ -61,8 +64,8 @@ NOTE = ("NB: the model is a BLAS's (accelsim/devices/cpu_blas.py: micro-tile qua
         "threshold: int8's float64 copies of 4.2 M weights, as in 32x2048x2048 and "
         "1x1024x4096) are fresh pages every call, priced at the measured time per fresh page "
         "(accelsim/devices/cpu_alloc.py; about 5 ms of those rows). Traced "
-        "(benchmarks/calibrate_faults.py, results/calibrate_faults.md): the minor faults seen "
-        "per call (1000-3500) stay when glibc's mmap and heap trimming are turned off, and "
+        "(benchmarks/fidelity/calibrate_faults.py, results/calibrate_faults.md): the minor faults "
+        "seen per call (1000-3500) stay when glibc's mmap and heap trimming are turned off, and "
         "the time does not drop with them, so fresh pages explain none of the earlier misses "
         "beyond that term. Two things moved these rows besides: the calibration timed its cases "
         "by another protocol than the sweep (a small op's least of up to 200 back-to-back "
@@ -176,7 +179,7 @@ def main() -> None:
         "",
         f"Host `{s['host']}`: {s['cpu']}, {s['cores']} CPUs, numpy {s['numpy_version']} "
         f"({s['blas']}), {args.blas_threads} BLAS thread(s), {s['clock']}; {s['date']}. "
-        "Rerun: `python benchmarks/calibrate_host.py` (`--torch` with a Python that has "
+        "Rerun: `python benchmarks/fidelity/calibrate_host.py` (`--torch` with a Python that has "
         "PyTorch, for the second stack).",
         "",
         f"NB: this host was shared with other engineers' work during the measurement (1-minute "

@@ -18,8 +18,8 @@ Mapping (each an assumption, stated in the results):
 - metric: throughput rows -> batch / step time; "latency avg" and "latency p50" -> step time of
   one batch. "latency p99" rows are left out (NB: the model predicts a deterministic step, not
   a tail).
-Multi-GPU rows are the training pipeline's (benchmarks/fidelity.py, collective_fidelity.py),
-not these.
+Multi-GPU rows are the training pipeline's (benchmarks/fidelity/fidelity.py,
+collective_fidelity.py), not these.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import pandas as pd
 
 from accelsim.devices.stack_fit import Row
 
-CSV = Path(__file__).resolve().parents[1] / "tests" / "reference" / "calibration_measurements.csv"
+ROOT = Path(__file__).resolve().parents[2]
+CSV = ROOT / "tests" / "reference" / "calibration_measurements.csv"
 SKUS = {"V100-SXM2-16GB": "v100", "V100-SXM2-32GB": "v100", "V100-SXM3-32GB": "v100",
         "A100-SXM4-80GB": "a100"}
 SYSTEMS = {"DGX-1": "dgx-1", "DGX-2": "dgx-2", "DGX A100": "dgx-a100"}

@@ -3,7 +3,7 @@ the software stacks (hw_profiles/software/*.toml) on the single-GPU rows of
 calibration_measurements.csv (`calibration_rows`): factors per device class and per stack,
 never per SKU or per model.
 
-Run: python benchmarks/fit_stacks.py [--write]   (--write puts the values into the TOMLs)
+Run: python benchmarks/fidelity/fit_stacks.py [--write]   (--write puts the values into the TOMLs)
 
 Parameters: the class's tensor-core, CUDA-core and DRAM efficiencies; per fitted stack its host
 time per kernel and per step, and (all but the reference stack pytorch-eager, whose modifiers
@@ -32,9 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from calibration_rows import calibration_rows  # noqa: E402
-
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
 from accelsim.devices.stack_fit import (  # noqa: E402, F401  (cross_validation imports them)
     CLASS_PARAMS,
     REFERENCE_STACK,
@@ -45,8 +44,8 @@ from accelsim.devices.stack_fit import (  # noqa: E402, F401  (cross_validation 
     predictions,
 )
 from accelsim.validation.run import _us, set_toml_value  # noqa: E402
+from benchmarks.fidelity.calibration_rows import calibration_rows  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 GPU_TOML = ROOT / "hw_profiles" / "efficiency" / "gpu.toml"
 STACK_DIR = ROOT / "hw_profiles" / "software"
 

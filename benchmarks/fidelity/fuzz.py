@@ -1,7 +1,7 @@
 """Fuzz the command line with 10,000 generated bad inputs (issue: "Bad input never crashes,
 hangs or answers nonsense").
 
-Run: python benchmarks/fuzz.py [--cases 10000] [--seed 0] [--workers 2] [--write]
+Run: python benchmarks/fidelity/fuzz.py [--cases 10000] [--seed 0] [--workers 2] [--write]
 (--write updates results/fuzz.md). Case i is built from the seed "accelsim-fuzz:<seed>:<i>"
 by `tests/fuzzing` (damaged device profiles, systems, links, storage media, datasets and
 scenarios; argument lists of every command with extreme and conflicting flags; bad paths), so
@@ -33,8 +33,10 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results" / "fuzz.md"
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+
+RESULTS = ROOT / "benchmarks" / "results" / "fuzz.md"
 HANG_S = 60.0  # per simulation: the issue's "hung for over a minute"
 MEMORY_LIMIT_BYTES = 8 * 2**30  # per worker: a runaway allocation is a MemoryError, not OOM
 RESTART_EVERY = 500  # cases per worker process (caches grow with every distinct model input)
@@ -52,7 +54,7 @@ def _worker(wid: int, seed: int, folder: str, conn: Any) -> None:
     """Run the case indices `conn` sends; send back ("start", index, t) then ("done", ...)."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
-    sys.path.insert(0, str(HERE.parent / "tests"))
+    sys.path.insert(0, str(ROOT / "tests"))
     from fuzzing.run import run_case
 
     for done in range(RESTART_EVERY + 1):
@@ -115,7 +117,7 @@ class Pool:
 
 def run(cases: int, seed: int, workers: int, first: int = 0) -> list[dict[str, Any]]:
     """Run cases first..first+cases-1; one dict per case (index, kind, outcome, detail, ...)."""
-    sys.path.insert(0, str(HERE.parent / "tests"))
+    sys.path.insert(0, str(ROOT / "tests"))
     todo = collections.deque(range(first, first + cases))
     rows: list[dict[str, Any]] = []
 
@@ -197,8 +199,8 @@ def report(rows: list[dict[str, Any]], seed: int, workers: int, wall_s: float) -
     lines += [f"- case {r['index']}: {r['detail'].split(': ', 1)[1]}" for r in unnamed[:5]]
     bad = [r for r in rows if r["outcome"] in BAD]
     lines += ["", f"## Findings ({len(bad)})", "",
-              "`{dir}` is the case's folder; `python benchmarks/fuzz.py --only I` writes case I's "
-              "files to `./fuzz-case-I/` and reruns it.", ""]
+              "`{dir}` is the case's folder; `python benchmarks/fidelity/fuzz.py --only I` writes "
+              "case I's files to `./fuzz-case-I/` and reruns it.", ""]
     lines += [f"- case {r['index']} ({r['kind']}, {r['outcome']}): {r['detail']}\n  "
               f"`{r['reproducer']}`" for r in bad] or ["None."]
     return "\n".join(lines)
@@ -215,7 +217,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     if args.only is not None:
-        sys.path.insert(0, str(HERE.parent / "tests"))
+        sys.path.insert(0, str(ROOT / "tests"))
         from fuzzing.run import run_case
 
         case, folder = case_for(args.seed, args.only), Path(f"fuzz-case-{args.only}").resolve()
@@ -232,9 +234,9 @@ def main() -> None:
             "# Fuzzing the command line\n\n"
             f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "
             f"{os.cpu_count()} cores, Python {platform.python_version()}, with "
-            "`python benchmarks/fuzz.py --write`.\nTarget (issue \"Bad input never crashes, "
-            "hangs or answers nonsense\"): 10,000 cases with 0 internal errors, 0 hangs and 0 "
-            "answers with NaN, infinite or negative figures.\n\n" + body + "\n")
+            "`python benchmarks/fidelity/fuzz.py --write`.\nTarget (issue \"Bad input never "
+            "crashes, hangs or answers nonsense\"): 10,000 cases with 0 internal errors, 0 hangs "
+            "and 0 answers with NaN, infinite or negative figures.\n\n" + body + "\n")
 
 
 if __name__ == "__main__":

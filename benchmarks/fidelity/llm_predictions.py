@@ -2,7 +2,7 @@
 llama2_7b/13b/70b and llama3_8b/70b on A100, H100 and H200 across batch, prompt and output
 lengths and tensor-parallel sizes.
 
-Run: python benchmarks/llm_predictions.py [--write]   (--write updates
+Run: python benchmarks/fidelity/llm_predictions.py [--write]   (--write updates
 results/llm_predictions.md). Stack: pytorch-compiled (CUDA graphs, fused elementwise), fp16.
 TP runs inside dgx-a100 / dgx-h100 / hgx-h200 (NVSwitch); TP 1 on the bare device.
 Limits, checked for every row: TTFT >= prefill FLOPs / (dense fp16 peak x GPUs) (compute
@@ -16,12 +16,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from accelsim.devices.profile import load_profile
-from accelsim.errors import AccelsimError
-from accelsim.sim.api import run_simulation
-from accelsim.sim.knobs import make_config
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+from accelsim.devices.profile import load_profile  # noqa: E402
+from accelsim.errors import AccelsimError  # noqa: E402
+from accelsim.sim.api import run_simulation  # noqa: E402
+from accelsim.sim.knobs import make_config  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results" / "llm_predictions.md"
+RESULTS = ROOT / "benchmarks" / "results" / "llm_predictions.md"
 MODELS = ("llama2_7b", "llama2_13b", "llama3_8b", "llama2_70b", "llama3_70b")
 HARDWARE = (("a100", "dgx-a100"), ("h100", "dgx-h100"), ("h200", "hgx-h200"))
 BATCHES = (1, 16, 64)
@@ -101,9 +103,9 @@ def train_rows() -> list[str]:
 
 def main() -> None:
     lines = ["# LLM predictions beside their limits", "",
-             "`python benchmarks/llm_predictions.py --write`. Stack: pytorch-compiled (CUDA "
-             "graphs, fused elementwise), fp16 weights, activations and KV cache. TP runs inside "
-             "dgx-a100 / dgx-h100 / hgx-h200 (NVSwitch); TP 1 on the bare device.", "",
+             "`python benchmarks/fidelity/llm_predictions.py --write`. Stack: pytorch-compiled "
+             "(CUDA graphs, fused elementwise), fp16 weights, activations and KV cache. TP runs "
+             "inside dgx-a100 / dgx-h100 / hgx-h200 (NVSwitch); TP 1 on the bare device.", "",
              "TTFT: prefill of the whole batch; compute limit: its FLOPs at the dense fp16 peak "
              "of all GPUs; TPOT: mean decode step; bandwidth limit: the weights (layers and LM "
              "head) and the mean step's KV cache each GPU must stream, at peak bandwidth; BW "

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-CSV = Path(__file__).resolve().parents[1] / "tests" / "reference" / "calibration_measurements.csv"
+ROOT = Path(__file__).resolve().parents[2]
+CSV = ROOT / "tests" / "reference" / "calibration_measurements.csv"
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,14 @@
-"""What the SCALE-Sim parity benchmark's modules share: the configurations compared (networks,
-arrays, SRAMs, dataflows), SCALE-Sim's cached whole-network results, accelsim's run of a
-SCALE-Sim topology on a SCALE-Sim .cfg, and Markdown helpers. See scalesim_parity.py.
+"""What the SCALE-Sim parity harness's accelsim-side modules share: paths (topologies, caches,
+the report), the configurations compared (networks, arrays, SRAMs, dataflows), the command that
+starts a SCALE-Sim process on jobs, SCALE-Sim's cached whole-network results, accelsim's run of
+a SCALE-Sim topology on a SCALE-Sim .cfg, and Markdown helpers. See parity.py.
 """
 
 from __future__ import annotations
 
+import io
 import math
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -17,16 +20,31 @@ from accelsim.sim.api import run_simulation
 from accelsim.sim.knobs import make_config
 
 HERE = Path(__file__).resolve().parent
-TOPOLOGIES = HERE / "scalesim_topologies"
-CACHE = HERE / "results" / "scalesim_cache"
+BENCHMARKS = HERE.parent
+TOPOLOGIES = BENCHMARKS / "scalesim_topologies"
+CACHE = BENCHMARKS / "results" / "scalesim_cache"
+LAYER_CACHE = CACHE / "layers"
 WALL = CACHE / "wall_s.csv"
-RESULTS = HERE / "results" / "scalesim_parity.md"
+RESULTS = BENCHMARKS / "results" / "scalesim_parity.md"
+ENTRY = HERE / "run.py"  # `run.py jobs`: SCALE-Sim on JSON jobs, in SCALE-Sim's own Python
 NETS = {"resnet50": False, "bert_base": True}  # name -> GEMM form
 SRAM_KB = {32: (64, 64, 64), 128: (1024, 1024, 512), 256: (6144, 6144, 2048)}
 DATAFLOWS = ("ws", "os", "is")
 WORDS_PER_CYCLE = 10
 NET_TARGET, LAYER_TARGET = 0.10, 0.15
 PER_LAYER_SIZES = (32,)  # arrays where SCALE-Sim is run one layer at a time
+CONV_HEADER = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, "
+               "Num Filter, Strides,")
+
+
+def scalesim_python() -> str:
+    """The Python with SCALE-Sim v3: $SCALESIM_PYTHON, else /tmp/ssenv/bin/python."""
+    return os.environ.get("SCALESIM_PYTHON", "/tmp/ssenv/bin/python")
+
+
+def scalesim_command(python: str, nice: int) -> list[str]:
+    """The command line of one niced SCALE-Sim process reading jobs (JSON) on stdin."""
+    return ["nice", "-n", str(nice), python, str(ENTRY), "jobs"]
 
 
 def key(net: str, size: int, flow: str) -> str:
@@ -37,12 +55,24 @@ def cfg_for(size: int, flow: str) -> str:
     return cfg_text(size, size, *SRAM_KB[size], WORDS_PER_CYCLE, flow, run_name=f"a{size}")
 
 
+def whole_network_job(net: str, size: int, flow: str, **extra: object) -> dict:
+    """The SCALE-Sim job of network `net` on the `size` x `size` array in `flow`."""
+    return {"cfg": cfg_for(size, flow), "topology": (TOPOLOGIES / f"{net}.csv").read_text(),
+            "gemm": NETS[net], **extra}
+
+
+def report_frame(text: str) -> pd.DataFrame:
+    """A SCALE-Sim report's CSV text as a table (without the empty column of its trailing
+    commas)."""
+    frame = pd.read_csv(io.StringIO(text), skipinitialspace=True)
+    return frame.loc[:, ~frame.columns.str.startswith("Unnamed")]
+
+
 def cached(net: str, size: int, flow: str) -> pd.DataFrame | None:
     path = CACHE / f"{key(net, size, flow)}.csv"
     if not path.exists():
         return None
-    frame = pd.read_csv(path, skipinitialspace=True)
-    return frame.loc[:, ~frame.columns.str.startswith("Unnamed")]
+    return report_frame(path.read_text())
 
 
 def wall_times() -> dict[str, float]:

@@ -1,9 +1,10 @@
-"""Evidence that `scalesim_fast.patched()` leaves SCALE-Sim's results unchanged.
+"""Evidence that `fast.patched()` leaves SCALE-Sim's results unchanged.
 
-Run: python benchmarks/scalesim_equivalence.py [--cached] [--random] [--small N] [--whole KEY]
+Run: python benchmarks/scalesim/run.py equivalence [--cached] [--random] [--small N]
+     [--whole KEY]
   --cached   every one-layer 32x32 run cached by the original SCALE-Sim (layers/attempts.csv,
              runner "original"): run it patched; its COMPUTE_REPORT must equal the cached text
-  --random   scalesim_random.py's 20 seeded configurations (60 layers): original and patched
+  --random   random_layers.py's 20 seeded configurations (60 layers): original and patched
              in the same process; COMPUTE, BANDWIDTH and DETAILED_ACCESS reports compared
   --small N  the N cheapest cached 32x32 layers, original and patched, all three reports
   --whole KEY  a cached whole-network run (e.g. bert_base_128_os): patched, its COMPUTE_REPORT
@@ -13,23 +14,29 @@ Each check is a row of results/scalesim_cache/equivalence.csv (replacing an olde
 same check, original source and reports): reports compared, identical (byte for byte), wall
 seconds of the original (cached or measured now, `original_source`) and of the patched run,
 and the speed-up. SCALE-Sim runs niced, one process at a time, under the address-space cap
-of scalesim_layers.py; wall times are on the shared 2-core machine (the cached originals often
+of layers.py; wall times are on the shared 2-core machine (the cached originals often
 beside other SCALE-Sim runs).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
 import pandas as pd
-import scalesim_layers as layers
-from scalesim_common import CACHE, NETS, TOPOLOGIES, WALL, cfg_for
-from scalesim_random import random_jobs
+
+from benchmarks.scalesim import layers
+from benchmarks.scalesim.common import (
+    CACHE,
+    NETS,
+    WALL,
+    cfg_for,
+    scalesim_python,
+    whole_network_job,
+)
+from benchmarks.scalesim.jobs import REPORTS
+from benchmarks.scalesim.random_layers import random_jobs
 
 EQUIVALENCE = CACHE / "equivalence.csv"
-REPORTS = ("COMPUTE_REPORT", "BANDWIDTH_REPORT", "DETAILED_ACCESS_REPORT")
 CAP_S = 1800.0
 
 
@@ -101,8 +108,7 @@ def check_small(python: str, n: int) -> list[dict]:
 def check_whole(python: str, key: str) -> list[dict]:
     """A whole-network run, patched, against its cached COMPUTE_REPORT."""
     net, size, flow = key.rsplit("_", 2)
-    job = {"cfg": cfg_for(int(size), flow), "topology": (TOPOLOGIES / f"{net}.csv").read_text(),
-           "gemm": NETS[net], "fast": True}
+    job = whole_network_job(net, int(size), flow, fast=True)
     outcome, _, results = layers.run_jobs(python, [job], CAP_S)
     if outcome != "done":
         raise RuntimeError(f"{key}: patched SCALE-Sim {outcome}")
@@ -142,14 +148,15 @@ def summary() -> list[dict]:
             for (kind, source, reports), g in groups]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(prog="run.py equivalence", description=__doc__.splitlines()[0])
     ap.add_argument("--cached", action="store_true")
     ap.add_argument("--random", action="store_true")
     ap.add_argument("--small", type=int, default=0, metavar="N")
     ap.add_argument("--whole", action="append", default=[], metavar="KEY")
-    args = ap.parse_args()
-    python = os.environ.get("SCALESIM_PYTHON", "/tmp/ssenv/bin/python")
+    args = ap.parse_args(argv)
+    EQUIVALENCE.parent.mkdir(parents=True, exist_ok=True)
+    python = scalesim_python()
     if args.random:
         record(check_random(python))
     if args.small:
@@ -160,7 +167,3 @@ def main() -> None:
         record(check_whole(python, key))
     print(pd.DataFrame(summary()).to_string(index=False))
 
-
-if __name__ == "__main__":
-    Path(EQUIVALENCE).parent.mkdir(parents=True, exist_ok=True)
-    main()

@@ -1,7 +1,8 @@
 """A runtime patch that makes SCALE-Sim 3.0.0's memory simulation fast, with the same results.
 
-Runs inside SCALE-Sim's own Python (see `scalesim_run.py`, which applies it to a job that says
-`"fast": true`). `patched()` swaps in the methods below and restores the originals on exit.
+Runs inside SCALE-Sim's own Python (see `jobs.py`, `run.py jobs`, which applies it to a job
+that says `"fast": true`). `patched()` swaps in the methods below and restores the originals on
+exit.
 
 Where SCALE-Sim's time goes (cProfile, resnet50 res3a_branch2a, 32x32 ws, 31.7 s profiled):
 `double_buffered_scratchpad.service_memory_requests` calls the ifmap and filter read buffers'
@@ -38,10 +39,10 @@ What replaces it, and why it is the same computation:
 - NB: upstream's `new_prefetch` writes -1 into `fetch_matrix` through views after the hashed
   buffer was built from it; the index, built at the same moment, sees what the sets saw.
 The fold loops that build SCALE-Sim's operand and demand matrices are rewritten by
-`scalesim_fast_compute` (one join instead of a growing `np.concatenate`).
+`fast_compute` (one join instead of a growing `np.concatenate`).
 Only the configuration used here is covered (user DRAM bandwidth, no Ramulator trace, no custom
 SRAM layout); anything else runs SCALE-Sim's original methods. `tests/test_scalesim.py` and
-`scalesim_equivalence.py` check that reports are byte-identical with and without the patch.
+`equivalence.py` check that reports are byte-identical with and without the patch.
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ import math
 from collections.abc import Iterator
 
 import numpy as np
-import scalesim_fast_compute
-import scalesim_fast_loop
 from scalesim.memory.double_buffered_scratchpad_mem import double_buffered_scratchpad
 from scalesim.memory.read_buffer import read_buffer
+
+from benchmarks.scalesim import fast_compute, fast_loop
 
 _ORIGINAL: dict[tuple[type, str], object] = {}
 SETTINGS = {"keep_traces": True}
@@ -242,7 +243,7 @@ def _trace_reader(name: str):
     def method(self: read_buffer, *args):
         if getattr(self, "_lean_trace", False):
             raise RuntimeError(f"read_buffer.{name}: the DRAM trace was not kept "
-                               "(scalesim_fast.patched(keep_traces=False))")
+                               "(fast.patched(keep_traces=False))")
         _flush_trace(self)
         return _orig(read_buffer, name)(self, *args)
     method.__name__ = name
@@ -259,8 +260,8 @@ _PATCHES: dict[type, dict] = {
                   "get_external_access_start_stop_cycles": get_external_access_start_stop_cycles,
                   "print_trace": _trace_reader("print_trace")},
     double_buffered_scratchpad: {"service_memory_requests":
-                                 scalesim_fast_loop.service_memory_requests,
-                                 **scalesim_fast_loop.SRAM_GETTERS},
+                                 fast_loop.service_memory_requests,
+                                 **fast_loop.SRAM_GETTERS},
 }
 
 
@@ -268,12 +269,12 @@ _PATCHES: dict[type, dict] = {
 def patched(keep_traces: bool = True) -> Iterator[None]:
     """SCALE-Sim with the fast methods inside the block, the original ones after it.
     `keep_traces=False` keeps of the SRAM and DRAM traces only what the three reports read
-    (for runs that do not save traces, as `scalesim_run.py`'s): same reports, less memory;
+    (for runs that do not save traces, as `jobs.py`'s): same reports, less memory;
     reading a trace that was not kept raises."""
     SETTINGS["keep_traces"] = keep_traces
-    scalesim_fast_loop.SETTINGS = SETTINGS
-    if not any(cls in _PATCHES for cls in scalesim_fast_compute.SITES):
-        _PATCHES.update(scalesim_fast_compute.patches())
+    fast_loop.SETTINGS = SETTINGS
+    if not any(cls in _PATCHES for cls in fast_compute.SITES):
+        _PATCHES.update(fast_compute.patches())
     for cls, methods in _PATCHES.items():
         for name in methods:
             _ORIGINAL.setdefault((cls, name), getattr(cls, name))

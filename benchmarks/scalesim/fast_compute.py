@@ -1,4 +1,4 @@
-"""The compute half of `scalesim_fast`: SCALE-Sim 3.0.0's operand/demand matrix builders
+"""The compute half of `fast` (fast.py): SCALE-Sim 3.0.0's operand/demand matrix builders
 without their quadratic accumulation.
 
 In compute/systolic_compute_{is,os,ws}.py, `create_{ifmap,filter}_prefetch_mat` and (is, os)
@@ -120,11 +120,11 @@ def rewritten(cls: type, name: str) -> Callable:
         raise RuntimeError(f"{cls.__name__}.{name}: SCALE-Sim's fold loop not found")
     ast.fix_missing_locations(tree)
     namespace: dict = {}
-    exec(compile(tree, f"<scalesim_fast_compute {cls.__name__}.{name}>", "exec"),
+    exec(compile(tree, f"<benchmarks.scalesim.fast_compute {cls.__name__}.{name}>", "exec"),
          func.__globals__, namespace)
     return namespace[name]
 
 
 def patches() -> dict[type, dict[str, Callable]]:
-    """{class: {method name: rewritten method}} for `scalesim_fast.patched()`."""
+    """{class: {method name: rewritten method}} for `fast.patched()`."""
     return {cls: {name: rewritten(cls, name) for name in names} for cls, names in SITES.items()}

@@ -1,7 +1,7 @@
-"""The row loop of `scalesim_fast`: SCALE-Sim's double-buffered scratchpad serving its demand
+"""The row loop of `fast` (fast.py): SCALE-Sim's double-buffered scratchpad serving its demand
 matrices (memory/double_buffered_scratchpad_mem.py:service_memory_requests), with the rows
-where nothing happens served in O(1). Why this is the same computation: scalesim_fast.py's
-docstring. Applied by `scalesim_fast.patched()` (which also patches the read buffers whose
+where nothing happens served in O(1). Why this is the same computation: fast.py's
+docstring. Applied by `fast.patched()` (which also patches the read buffers whose
 `_line_index` and `new_prefetch` this loop uses).
 """
 
@@ -16,7 +16,7 @@ from scalesim.memory.read_buffer import read_buffer
 from scalesim.memory.write_buffer import write_buffer
 
 ORIGINAL_SERVICE = double_buffered_scratchpad.service_memory_requests
-SETTINGS = {"keep_traces": True}   # set by scalesim_fast.patched()
+SETTINGS = {"keep_traces": True}   # set by fast.patched()
 _FIRST_BLOCK_ROWS = 64
 
 

@@ -7,16 +7,24 @@ Runs in a Python that has the `scalesim` package, in its own virtualenv:
 
 (SCALE-Sim 3.0.0 does not pin numpy, but its read buffer calls int() on a one-element array,
 which numpy 2.4 rejects; the results here are from numpy 1.26.4 and pandas 2.2.3). Called
-through a subprocess by `scalesim_parity.py`, `scalesim_layers.py` and
-`tests/test_scalesim.py`, which write the .cfg and topology text:
+through a subprocess by `parity.py`, `random_layers.py` and `layers.py` (see
+`common.scalesim_command`) and by `tests/test_scalesim.py`, which write the .cfg and topology
+text:
 
-    echo '[{"cfg": "...", "topology": "...", "gemm": false}]' | python scalesim_run.py
+    echo '[{"cfg": "...", "topology": "...", "gemm": false}]' \\
+        | python benchmarks/scalesim/run.py jobs [--fast]
 
 Each result holds the wall time (`wall_s`) and the text of COMPUTE_REPORT, BANDWIDTH_REPORT
-and DETAILED_ACCESS_REPORT. A job with `"fast": true` runs with `scalesim_fast.patched()` (the
-same simulation with faster memory-model methods; `--fast` sets it for every job).
+and DETAILED_ACCESS_REPORT. A job with `"fast": true` runs with `fast.patched()` (the same
+simulation with faster memory-model methods; `--fast` sets it for every job).
+
+Only the standard library is imported at module level (SCALE-Sim and the patch when a job
+runs), so the accelsim side can read `REPORTS` from here without SCALE-Sim installed.
 """
 
+from __future__ import annotations
+
+import argparse
 import contextlib
 import io
 import json
@@ -24,18 +32,16 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
-
-from scalesim.scale_sim import scalesim
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scalesim_fast  # noqa: E402
 
 REPORTS = ("COMPUTE_REPORT", "BANDWIDTH_REPORT", "DETAILED_ACCESS_REPORT")
 
 
 def run(job: dict) -> dict:
     """One SCALE-Sim run in a temporary folder."""
+    from scalesim.scale_sim import scalesim
+
+    from benchmarks.scalesim import fast as scalesim_fast
+
     with tempfile.TemporaryDirectory(prefix="scalesim_") as folder:
         paths = {name: os.path.join(folder, name) for name in ("a.cfg", "t.csv", "l.csv")}
         for name, text in (("a.cfg", job["cfg"]), ("t.csv", job["topology"]),
@@ -60,8 +66,11 @@ def run(job: dict) -> dict:
     return result
 
 
-if __name__ == "__main__":
+def main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(prog="run.py jobs", description=__doc__.splitlines()[0])
+    ap.add_argument("--fast", action="store_true", help="run every job with fast.patched()")
+    args = ap.parse_args(argv)
     jobs = json.load(sys.stdin)
-    if "--fast" in sys.argv[1:]:
+    if args.fast:
         jobs = [dict(job, fast=True) for job in jobs]
     json.dump([run(job) for job in jobs], sys.stdout)

@@ -14,15 +14,14 @@ Each run is niced (15), one at a time, under a wall-clock cap and an address-spa
 Cache, under results/scalesim_cache/layers/:
   <net>_<R>x<C>_<dataflow>_<layer>.csv   SCALE-Sim's COMPUTE_REPORT of that layer run alone
   attempts.csv      key, outcome (done / timeout / memory / error), wall_s, cap_s, mem_cap_gb,
-                    runner (original, or fast: SCALE-Sim with scalesim_fast.patched(), whose
-                    reports are byte-identical, see scalesim_equivalence.py; empty = original)
+                    runner (original, or fast: SCALE-Sim with fast.patched(), whose
+                    reports are byte-identical, see equivalence.py; empty = original)
   stateless.csv     the checks behind reusing a run for a layer of the same shape
   errors.log        the end of SCALE-Sim's stderr for runs that failed
 """
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import resource
@@ -33,10 +32,14 @@ from pathlib import Path
 import pandas as pd
 
 from accelsim.devices.systolic_im2col import MAX_ELEMS
+from benchmarks.scalesim.common import (
+    LAYER_CACHE,
+    TOPOLOGIES,
+    report_frame,
+    scalesim_command,
+    whole_network_job,
+)
 
-HERE = Path(__file__).resolve().parent
-TOPOLOGIES = HERE / "scalesim_topologies"
-LAYER_CACHE = HERE / "results" / "scalesim_cache" / "layers"
 ATTEMPTS = LAYER_CACHE / "attempts.csv"
 STATELESS = LAYER_CACHE / "stateless.csv"
 NICE = 15
@@ -68,8 +71,8 @@ def run_jobs(python: str, jobs: list[dict], cap_s: float,
     """SCALE-Sim on `jobs` in one niced, capped process: (outcome, wall s, results)."""
     start = time.perf_counter()
     try:
-        done = subprocess.run(["nice", "-n", str(NICE), python, str(HERE / "scalesim_run.py")],
-                              input=json.dumps(jobs), capture_output=True, text=True,
+        done = subprocess.run(scalesim_command(python, NICE), input=json.dumps(jobs),
+                              capture_output=True, text=True,
                               timeout=cap_s, preexec_fn=lambda: _limit_memory(mem_cap_gb))
     except subprocess.TimeoutExpired:
         return "timeout", time.perf_counter() - start, []
@@ -105,7 +108,7 @@ def _record(key: str, outcome: str, wall_s: float, cap_s: float, mem_cap_gb: flo
 def run_layer(python: str, net: str, size: int, flow: str, layer: str, cfg: str,
               gemm: bool, cap_s: float, fast: bool = False,
               mem_cap_gb: float = MEM_CAP_GB) -> str:
-    """One layer alone in SCALE-Sim (`fast`: with scalesim_fast's patch); its COMPUTE_REPORT
+    """One layer alone in SCALE-Sim (`fast`: with fast.py's patch); its COMPUTE_REPORT
     cached if it finished. The outcome."""
     header, rows = topology_rows(net)
     line = dict(rows)[layer]
@@ -119,8 +122,7 @@ def run_layer(python: str, net: str, size: int, flow: str, layer: str, cfg: str,
 
 
 def _report(text: str) -> pd.DataFrame:
-    frame = pd.read_csv(io.StringIO(text), skipinitialspace=True)
-    return frame.loc[:, ~frame.columns.str.startswith("Unnamed")].drop(columns="LayerID")
+    return report_frame(text).drop(columns="LayerID")
 
 
 def cached_layer(net: str, size: int, flow: str, layer: str) -> tuple[pd.Series, str] | None:
@@ -173,13 +175,12 @@ def check_stateless(python: str, cases: list[dict], cap_s: float) -> pd.DataFram
     return frame
 
 
-def check_whole_network(python: str, net: str, size: int, flow: str, cfg: str, gemm: bool,
-                        cap_s: float, mem_cap_gb: float) -> dict:
+def check_whole_network(python: str, net: str, size: int, flow: str, cap_s: float,
+                        mem_cap_gb: float) -> dict:
     """One whole-network run of the patched SCALE-Sim against the one-layer runs cached for
     the same configuration: does every row of its COMPUTE_REPORT equal the cached one of that
     layer (or of its same-shape twin)? Added to stateless.csv (replacing an older row)."""
-    job = {"cfg": cfg, "topology": (TOPOLOGIES / f"{net}.csv").read_text(), "gemm": gemm,
-           "fast": True}
+    job = whole_network_job(net, size, flow, fast=True)
     outcome, wall_s, results = run_jobs(python, [job], cap_s, mem_cap_gb)
     if outcome != "done":
         raise RuntimeError(f"whole-network check {net} {size} {flow}: SCALE-Sim {outcome}")

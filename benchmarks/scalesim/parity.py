@@ -1,18 +1,19 @@
 """accelsim's systolic SRAM model vs SCALE-Sim v3: ResNet-50 and BERT-base GEMMs on 32x32,
 128x128 and 256x256 arrays in ws, os and is, at 10 words per cycle per DRAM port.
 
-Run: python benchmarks/scalesim_parity.py [--check-stateless] [--layers CAP_S] [--run] [--write]
+Run: python benchmarks/scalesim/run.py parity [--check-stateless] [--layers CAP_S] [--run]
+     [--write]
   --run    runs SCALE-Sim on the configurations missing from the cache (minutes to hours each:
            its memory model steps every cycle in Python), in the Python named by
            $SCALESIM_PYTHON (default /tmp/ssenv/bin/python: SCALE-Sim 3.0.0 from the package
-           index in its own virtualenv, with numpy<2 and pandas<2.3, see scalesim_run.py),
-           through `scalesim_run.py`; on the 32x32 arrays use --layers instead
-  --check-stateless  verifies that SCALE-Sim keeps no state between layers (scalesim_layers.py)
+           index in its own virtualenv, with numpy<2 and pandas<2.3, see jobs.py),
+           through `run.py jobs`; on the 32x32 arrays use --layers instead
+  --check-stateless  verifies that SCALE-Sim keeps no state between layers (layers.py)
   --check-whole NET_SIZE_FLOW  a whole-network run of the patched SCALE-Sim vs the one-layer
            runs cached for it (e.g. bert_base_32_ws)
   --layers CAP_S     runs the 32x32 layers not yet cached, one layer per SCALE-Sim run,
            smallest first, each capped at CAP_S s and 6 GB (--budget S: start none after S s;
-           --fast: SCALE-Sim patched by scalesim_fast.py; --mem-cap-gb GB)
+           --fast: SCALE-Sim patched by fast.py; --mem-cap-gb GB)
   --write  updates results/scalesim_parity.md
 
 SCALE-Sim's per-layer COMPUTE_REPORT of each configuration is cached in
@@ -23,67 +24,76 @@ model with the SRAM model), at int8 (SCALE-Sim's one-byte words; every precision
 same cycles). Targets (issue 10): whole-network total cycles within 10% of SCALE-Sim's, and
 the median per-layer error within 15%. Nothing is fitted.
 
-Inputs: scalesim_topologies/resnet50.csv is SCALE-Sim's own ResNet-50 topology (its repository's
-topologies/conv_nets/Resnet50.csv: 54 conv layers, ifmaps already padded);
-scalesim_topologies/bert_base.csv the GEMMs of one BERT-base encoder layer at sequence 512
-(Q, K, V, attention scores and context of one head, output projection, FFN), in SCALE-Sim's
-GEMM form. SRAMs (ifmap, filter, ofmap kB): 32x32 64/64/64 (SCALE-Sim's scale.cfg),
+Inputs: benchmarks/scalesim_topologies/resnet50.csv is SCALE-Sim's own ResNet-50 topology
+(its repository's topologies/conv_nets/Resnet50.csv: 54 conv layers, ifmaps already padded);
+benchmarks/scalesim_topologies/bert_base.csv the GEMMs of one BERT-base encoder layer at
+sequence 512 (Q, K, V, attention scores and context of one head, output projection, FFN), in
+SCALE-Sim's GEMM form. SRAMs (ifmap, filter, ofmap kB): 32x32 64/64/64 (SCALE-Sim's scale.cfg),
 128x128 1024/1024/512, 256x256 6144/6144/2048 (SCALE-Sim's google.cfg, TPU-like).
 
 On 32x32 arrays a whole-network SCALE-Sim run takes hours, so SCALE-Sim is run there one
-layer at a time (scalesim_layers.py, scalesim_per_layer.py; cache
-results/scalesim_cache/layers/): the per-layer median error is over the layers compared, and
-the network total is given only where every layer was. Layers the installed SCALE-Sim could
-not finish are run with `--fast`: the same SCALE-Sim under a runtime patch (scalesim_fast.py)
-whose reports are byte-identical to the original's (scalesim_equivalence.py).
+layer at a time (layers.py, per_layer.py; cache results/scalesim_cache/layers/): the
+per-layer median error is over the layers compared, and the network total is given only where
+every layer was. Layers the installed SCALE-Sim could not finish are run with `--fast`: the
+same SCALE-Sim under a runtime patch (fast.py) whose reports are byte-identical to the
+original's (`run.py equivalence`, equivalence.py).
 
 A second table runs 20 seeded configurations of small random layers (arrays of 4 to 16 PEs a
 side, 1-4 kB SRAMs, 2-16 words per cycle) where every layer overflows its SRAMs, by kind of
-layer (cached in results/scalesim_cache/random_7.csv).
+layer (random_layers.py; cached in results/scalesim_cache/random_7.csv).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 
 import pandas as pd
-import scalesim_layers as layers
-from scalesim_common import (
+
+from benchmarks.scalesim import layers
+from benchmarks.scalesim.common import (
     CACHE,
     DATAFLOWS,
-    HERE,
     LAYER_TARGET,
     NET_TARGET,
     NETS,
     PER_LAYER_SIZES,
     RESULTS,
     SRAM_KB,
-    TOPOLOGIES,
     WALL,
     WORDS_PER_CYCLE,
     accelsim_cycles,
     cached,
-    cfg_for,
     key,
+    scalesim_command,
+    scalesim_python,
     wall_times,
+    whole_network_job,
 )
-from scalesim_common import markdown as _markdown
-from scalesim_common import na as _na
-from scalesim_per_layer import compare_per_layer, layer_queue, per_layer_section, stateless_cases
-from scalesim_random import RANDOM_CACHE, RANDOM_CASES, compare_random, run_random
+from benchmarks.scalesim.common import markdown as _markdown
+from benchmarks.scalesim.common import na as _na
+from benchmarks.scalesim.per_layer import (
+    compare_per_layer,
+    layer_queue,
+    per_layer_section,
+    stateless_cases,
+)
+from benchmarks.scalesim.random_layers import (
+    RANDOM_CACHE,
+    RANDOM_CASES,
+    compare_random,
+    run_random,
+)
 
 
 def run_scalesim(python: str, net: str, size: int, flow: str) -> None:
     """One SCALE-Sim run (niced), its COMPUTE_REPORT and wall time into the cache."""
-    job = [{"cfg": cfg_for(size, flow), "topology": (TOPOLOGIES / f"{net}.csv").read_text(),
-            "gemm": NETS[net]}]
-    done = subprocess.run(["nice", "-n", "10", python, str(HERE / "scalesim_run.py")],
-                          input=json.dumps(job), capture_output=True, text=True, check=True)
+    job = [whole_network_job(net, size, flow)]
+    done = subprocess.run(scalesim_command(python, 10), input=json.dumps(job),
+                          capture_output=True, text=True, check=True)
     result = json.loads(done.stdout)[0]
     CACHE.mkdir(parents=True, exist_ok=True)
     (CACHE / f"{key(net, size, flow)}.csv").write_text(result["COMPUTE_REPORT"])
@@ -149,10 +159,11 @@ def report(frame: pd.DataFrame, missing: list[str]) -> str:
     lines = [
         "# accelsim vs SCALE-Sim v3: total cycles with memory stalls",
         "",
-        "Generated by `python benchmarks/scalesim_parity.py --write` (SCALE-Sim's results cached "
-        "in `results/scalesim_cache/`; `--run` runs the missing ones). SCALE-Sim 3.0.0 from the "
-        f"package index; {WORDS_PER_CYCLE} words per cycle per DRAM port; SRAM sizes, topologies "
-        "and method in the script's docstring. Targets: network total within "
+        "Generated by `python benchmarks/scalesim/run.py parity --write` (SCALE-Sim's results "
+        "cached in `results/scalesim_cache/`; `--run` runs the missing ones). SCALE-Sim 3.0.0 "
+        f"from the package index; {WORDS_PER_CYCLE} words per cycle per DRAM port; SRAM sizes, "
+        "topologies and method in the docstring of `benchmarks/scalesim/parity.py`. Targets: "
+        "network total within "
         f"{NET_TARGET:.0%}, median per-layer error within {LAYER_TARGET:.0%}. Nothing fitted.",
         "",
         _markdown(shown),
@@ -189,8 +200,8 @@ def _verdict(total_ok: bool | None, median_ok: bool) -> str:
     return "met" if (total_ok and median_ok) else "MISSED"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(prog="run.py parity", description=__doc__.splitlines()[0])
     ap.add_argument("--run", action="store_true", help="run SCALE-Sim where not cached")
     ap.add_argument("--write", action="store_true", help=f"update {RESULTS.name}")
     ap.add_argument("--check-stateless", action="store_true",
@@ -201,14 +212,14 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=3600.0, metavar="S",
                     help="with --layers: start no layer after S seconds (default 3600)")
     ap.add_argument("--fast", action="store_true",
-                    help="with --layers: SCALE-Sim with scalesim_fast's patch (same reports)")
+                    help="with --layers: SCALE-Sim with fast.py's patch (same reports)")
     ap.add_argument("--check-whole", action="append", default=[], metavar="NET_SIZE_FLOW",
                     help="e.g. bert_base_32_ws: a whole-network patched SCALE-Sim run against "
                          "the cached one-layer runs (stateless.csv)")
     ap.add_argument("--mem-cap-gb", type=float, default=layers.MEM_CAP_GB,
                     help="with --layers: address-space cap per SCALE-Sim run")
-    args = ap.parse_args()
-    python = os.environ.get("SCALESIM_PYTHON", "/tmp/ssenv/bin/python")
+    args = ap.parse_args(argv)
+    python = scalesim_python()
     if args.check_stateless:
         checks = layers.check_stateless(python, stateless_cases(), cap_s=600)
         checks = pd.concat([checks, pd.DataFrame(layers.whole_run_groups(CACHE, NETS))])
@@ -216,8 +227,8 @@ def main() -> None:
         print(checks.to_string(index=False))
     for whole in args.check_whole:
         net, size, flow = whole.rsplit("_", 2)
-        print(layers.check_whole_network(python, net, int(size), flow, cfg_for(int(size), flow),
-                                         NETS[net], 3600, args.mem_cap_gb), flush=True)
+        print(layers.check_whole_network(python, net, int(size), flow, 3600, args.mem_cap_gb),
+              flush=True)
     if args.layers:
         layers.run_queue(python, layer_queue(), args.layers, args.budget, args.fast,
                          args.mem_cap_gb)
@@ -234,6 +245,3 @@ def main() -> None:
     if args.write:
         RESULTS.write_text(text)
 
-
-if __name__ == "__main__":
-    main()

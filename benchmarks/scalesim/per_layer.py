@@ -1,8 +1,8 @@
 """The arrays where SCALE-Sim is run one layer at a time (32x32) in the SCALE-Sim parity report:
 per-layer comparison, network totals where every layer is in, what is missing and why, and
 the evidence that the patched (fast) SCALE-Sim runner gives SCALE-Sim's own reports.
-See scalesim_parity.py (the report), scalesim_layers.py (the one-layer runs and their cache),
-scalesim_fast.py (the patch) and scalesim_equivalence.py (its checks).
+See parity.py (the report), layers.py (the one-layer runs and their cache), fast.py (the
+patch) and equivalence.py (its checks).
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 import statistics
 
 import pandas as pd
-import scalesim_layers as layers
-from scalesim_common import (
+
+from benchmarks.scalesim import layers
+from benchmarks.scalesim.common import (
     DATAFLOWS,
     NETS,
     PER_LAYER_SIZES,
@@ -20,7 +21,7 @@ from scalesim_common import (
     cfg_for,
     markdown,
 )
-from scalesim_equivalence import EQUIVALENCE, summary
+from benchmarks.scalesim.equivalence import EQUIVALENCE, summary
 
 
 def per_layer(net: str, size: int, flow: str) -> list[dict]:
@@ -127,11 +128,11 @@ def per_layer_section(sizes: tuple[int, ...] = PER_LAYER_SIZES) -> list[str]:
            "run, and a layer with the same topology row as one run stands for it.",
            "",
            "The first runs used SCALE-Sim as installed; the layers it could not finish were "
-           "then run with the same SCALE-Sim under a runtime patch (`scalesim_fast.py`, "
-           "`--layers CAP_S --fast`) that replaces its memory model's Python loops and "
-           "quadratic array growth with equivalent faster code: same simulation, byte-identical "
-           "reports (evidence below). `layers/attempts.csv` says which runner made each cached "
-           "row (`runner`)."]
+           "then run with the same SCALE-Sim under a runtime patch "
+           "(`benchmarks/scalesim/fast.py`, `--layers CAP_S --fast`) that replaces its memory "
+           "model's Python loops and quadratic array growth with equivalent faster code: same "
+           "simulation, byte-identical reports (evidence below). `layers/attempts.csv` says "
+           "which runner made each cached row (`runner`)."]
     if checks is not None:
         whole = checks["case"].str.contains("whole-network run (patched", regex=False)
         out += ["", f"Checked (`--check-stateless`, `layers/stateless.csv`): {len(checks)} "
@@ -212,8 +213,8 @@ def equivalence_section() -> list[str]:
     checks = sum(r["checks"] for r in rows)
     same = sum(r["identical"] for r in rows)
     return ["", "### The patched SCALE-Sim runner gives SCALE-Sim's own reports", "",
-            f"`python benchmarks/scalesim_equivalence.py --random --small N --cached --whole "
-            f"KEY` (`results/scalesim_cache/{EQUIVALENCE.name}`, one row per check): "
+            f"`python benchmarks/scalesim/run.py equivalence --random --small N --cached "
+            f"--whole KEY` (`results/scalesim_cache/{EQUIVALENCE.name}`, one row per check): "
             f"{checks} checks, reports byte-identical in {same}. Each patched run is compared "
             "with the original SCALE-Sim, run beside it now (all three reports), or with the "
             "original's COMPUTE_REPORT cached earlier (every one-layer 32x32 run the original "

@@ -1,13 +1,13 @@
 """SCALE-Sim v3 vs accelsim on small seeded random layers and arrays, where every layer
 overflows its SRAMs (the second table of results/scalesim_parity.md).
 
-Used by `scalesim_parity.py` (`--run` fills the cache, the report reads it); the SCALE-Sim
-runs go through `scalesim_run.py` in the Python named by $SCALESIM_PYTHON.
+Used by `parity.py` (`run.py parity --run` fills the cache, the report reads it), and its jobs
+by `equivalence.py`; the SCALE-Sim runs go through `run.py jobs` in the Python named by
+$SCALESIM_PYTHON.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import random
 import subprocess
@@ -19,18 +19,18 @@ import pandas as pd
 from accelsim.devices.scalesim_config import cfg_text
 from accelsim.sim.api import run_simulation
 from accelsim.sim.knobs import make_config
-
-HERE = Path(__file__).resolve().parent
-CACHE = HERE / "results" / "scalesim_cache"
-DATAFLOWS = ("ws", "os", "is")
-
+from benchmarks.scalesim.common import (
+    CACHE,
+    CONV_HEADER,
+    DATAFLOWS,
+    report_frame,
+    scalesim_command,
+)
 
 # Small seeded random layers and arrays (1-4 kB SRAMs, 2 to 16 words per cycle): where the
 # SRAMs overflow on every layer, so the memory model is exercised hardest.
 RANDOM_SEED, RANDOM_CASES = 7, 20
 RANDOM_CACHE = CACHE / f"random_{RANDOM_SEED}.csv"
-CONV_HEADER = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, "
-               "Num Filter, Strides,")
 
 
 def random_jobs(seed: int = RANDOM_SEED, n: int = RANDOM_CASES) -> list[dict]:
@@ -59,12 +59,11 @@ def random_jobs(seed: int = RANDOM_SEED, n: int = RANDOM_CASES) -> list[dict]:
 
 def run_random(python: str) -> None:
     """SCALE-Sim on the random cases (one process), per-layer cycles into the cache."""
-    done = subprocess.run(["nice", "-n", "10", python, str(HERE / "scalesim_run.py")],
-                          input=json.dumps(random_jobs()), capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run(scalesim_command(python, 10), input=json.dumps(random_jobs()),
+                          capture_output=True, text=True, check=True)
     rows = []
     for case, result in enumerate(json.loads(done.stdout)):
-        report = pd.read_csv(io.StringIO(result["COMPUTE_REPORT"]), skipinitialspace=True)
+        report = report_frame(result["COMPUTE_REPORT"])
         rows += [{"case": case, "layer": i, "total_cycles": int(t), "stall_cycles": int(st)}
                  for i, (t, st) in enumerate(zip(report["Total Cycles"],
                                                  report["Stall Cycles"], strict=True))]

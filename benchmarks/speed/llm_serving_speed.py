@@ -1,7 +1,7 @@
 """Speed of decoder serving (issue 11: a 10,000-request continuous-batching llama2_7b run in at
 most 10 s on 2 cores).
 
-Run: python benchmarks/llm_serving_speed.py [--write]   (--write updates
+Run: python benchmarks/speed/llm_serving_speed.py [--write]   (--write updates
 results/llm_serving_speed.md). Times the whole in-process run (`run_simulation`: cost tables
 built by the device model, then the SimPy engine, one event per engine step), best of 3.
 """
@@ -14,10 +14,12 @@ import sys
 import time
 from pathlib import Path
 
-from accelsim.sim.api import run_simulation
-from accelsim.sim.knobs import make_config
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+from accelsim.sim.api import run_simulation  # noqa: E402
+from accelsim.sim.knobs import make_config  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results" / "llm_serving_speed.md"
+RESULTS = ROOT / "benchmarks" / "results" / "llm_serving_speed.md"
 CASES = [  # (hardware, rate/s, batching, length distribution, tensor parallelism)
     ("a100", 5.0, "continuous", "fixed", {}),
     ("a100", 20.0, "continuous", "uniform", {}),
@@ -44,7 +46,7 @@ def one(hw: str, rate: float, batching: str, dist: str, knobs: dict) -> tuple[fl
 def main() -> None:
     cpu = platform.processor() or platform.machine()
     lines = ["# LLM serving speed", "",
-             f"`python benchmarks/llm_serving_speed.py --write`; {cpu}, "
+             f"`python benchmarks/speed/llm_serving_speed.py --write`; {cpu}, "
              f"{os.cpu_count()} logical cores, Python "
              f"{platform.python_version()}. llama2_7b, fp16, pytorch-compiled stack, prompt "
              f"512 / output 128 tokens (means), {REQUESTS:,} Poisson requests, max batch 256; "

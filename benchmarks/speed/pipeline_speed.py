@@ -2,7 +2,7 @@
 on dgx-a100, 1.28 M samples, simulates in at most 5 s on a 2-core machine; a 64-node (512-GPU)
 run of 100 steps in at most 10 s).
 
-Run: python benchmarks/pipeline_speed.py [--write] [--repeat N]
+Run: python benchmarks/speed/pipeline_speed.py [--write] [--repeat N]
 (--write updates results/pipeline_speed.md). Simulates one full epoch (every batch, not
 extrapolated) of the `resnet50-train` scenario (imagenet-raw: one JPEG per sample) and of the
 same on imagenet-records (1024 shards) on dgx-a100, and 100 steps of it on 64 dgx-a100 nodes
@@ -18,18 +18,21 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from accelsim.devices.null import NullProfile
-from accelsim.errors import AccelsimError
-from accelsim.sim.config import TrainConfig
-from accelsim.sim.run import TrainResult, simulate_training
-from accelsim.sim.system import load_system
-from accelsim.workload.scenario import resolve_workload
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+from accelsim.devices.null import NullProfile  # noqa: E402
+from accelsim.errors import AccelsimError  # noqa: E402
+from accelsim.sim.config import TrainConfig  # noqa: E402
+from accelsim.sim.run import TrainResult, simulate_training  # noqa: E402
+from accelsim.sim.system import load_system  # noqa: E402
+from accelsim.workload.scenario import resolve_workload  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results" / "pipeline_speed.md"
+RESULTS = ROOT / "benchmarks" / "results" / "pipeline_speed.md"
 NULL_OP_TIME_S = 5e-4
 TARGET_S = 5.0  # one epoch
 NODES, NODE_STEPS, NODES_TARGET_S = 64, 100, 10.0
@@ -103,7 +106,8 @@ def main() -> None:
                    f"{os.cpu_count()} CPUs, {platform.machine()}")
         RESULTS.write_text(
             "# Training pipeline simulation speed\n\n"
-            "`python benchmarks/pipeline_speed.py --write`: one full epoch of `resnet50-train` "
+            "`python benchmarks/speed/pipeline_speed.py --write`: one full epoch of "
+            "`resnet50-train` "
             "on `dgx-a100` (8 accelerators, global batch 2048), every batch simulated, and "
             f"{NODE_STEPS} steps on {NODES} such nodes (512 GPUs: one node simulated, the "
             "all-reduce across all); wall "

@@ -1,6 +1,6 @@
 """Speed of inference serving (issue: 100,000 requests in at most 10 s on a 2-core machine).
 
-Run: python benchmarks/serving_speed.py [--write]   (--write updates results/serving_speed.md)
+Run: python benchmarks/speed/serving_speed.py [--write]   (--write updates results/serving_speed.md)
 Serves 100,000 requests of resnet50 on the a100 (fp16) when the GPU cost model imports, else
 on the null device (the report says which), in three set-ups: open loop at 70 % of capacity
 with one request per batch (the most batches, so the most events), open loop with dynamic
@@ -21,13 +21,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from accelsim.devices.null import NullProfile
-from accelsim.errors import AccelsimError
-from accelsim.results.trace import write_chrome_trace
-from accelsim.sim import service
-from accelsim.sim.serve import ServeConfig, simulate_serving
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+from accelsim.devices.null import NullProfile  # noqa: E402
+from accelsim.errors import AccelsimError  # noqa: E402
+from accelsim.results.trace import write_chrome_trace  # noqa: E402
+from accelsim.sim import service  # noqa: E402
+from accelsim.sim.serve import ServeConfig, simulate_serving  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results" / "serving_speed.md"
+RESULTS = ROOT / "benchmarks" / "results" / "serving_speed.md"
 REQUESTS = 100_000
 LOAD = 0.7
 
@@ -96,7 +98,7 @@ def main() -> None:
             "# Inference serving speed\n\n"
             f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "
             f"{os.cpu_count()} cores, Python {platform.python_version()}, with "
-            "`python benchmarks/serving_speed.py --write`.\nTarget: 100,000 requests in at "
+            "`python benchmarks/speed/serving_speed.py --write`.\nTarget: 100,000 requests in at "
             "most 10 s on a 2-core machine. \"cold\" includes the service-time table (one "
             "cost-model estimate per batch size); \"warm\" is the median of 3 runs with it "
             "cached.\n\n" + report + "\n")

@@ -1,6 +1,7 @@
 """Speed of `accelsim simulate` on one device (issue: under a second for a zoo model).
 
-Run: python benchmarks/simulate_speed.py [--write]   (--write updates results/simulate_speed.md)
+Run: python benchmarks/speed/simulate_speed.py [--write]
+(--write updates results/simulate_speed.md).
 For one device of every class, times (a) the whole command in a fresh process (`accelsim
 simulate MODEL --hw DEVICE --json`, interpreter start-up and imports included) and (b) the
 device estimate alone in-process, warm (graph cached), median of 5. Training cases add
@@ -17,11 +18,13 @@ import sys
 import time
 from pathlib import Path
 
-from accelsim.devices.estimate import estimate
-from accelsim.devices.profile import load_profile
-from accelsim.workload.zoo import build_model
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+from accelsim.devices.estimate import estimate  # noqa: E402
+from accelsim.devices.profile import load_profile  # noqa: E402
+from accelsim.workload.zoo import build_model  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results" / "simulate_speed.md"
+RESULTS = ROOT / "benchmarks" / "results" / "simulate_speed.md"
 CASES = [  # (model, device, precision, batch, mode)
     ("resnet50", "a100", "bf16", 256, "train"),
     ("bert_large", "v100", "fp16", 32, "train"),
@@ -65,7 +68,8 @@ def main() -> None:
         RESULTS.write_text(
             "# `accelsim simulate` speed, one device\n\n"
             f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python "
-            f"{platform.python_version()}, with `python benchmarks/simulate_speed.py --write`."
+            f"{platform.python_version()}, with `python benchmarks/speed/simulate_speed.py "
+            f"--write`."
             "\nThe command column includes interpreter start-up and imports.\n\n"
             + report + "\n")
 

@@ -2,7 +2,7 @@
 simulation, in at most 10 s on 2 cores; a 100-point training sweep with event simulation in
 points per second, at 1 and 2 workers).
 
-Run: python benchmarks/sweep_speed.py [--write]   (--write updates results/sweep_speed.md)
+Run: python benchmarks/speed/sweep_speed.py [--write]   (--write updates results/sweep_speed.md)
 Each sweep is the whole command in a fresh process (`accelsim sweep ... --quiet --csv`),
 interpreter start-up and imports included, with the CPU time of all its processes; the
 inference sweep is the median of 3 runs, the training sweep one run. Every point must
@@ -23,7 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
-RESULTS = Path(__file__).parent / "results" / "sweep_speed.md"
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+
+RESULTS = ROOT / "benchmarks" / "results" / "sweep_speed.md"
 INFER = ["resnet50", "--hw", "a100,h100,v100,t4,l4", "--precision", "fp16,fp32",
          "--batch", "1,2,...,100"]  # 5 x 2 x 100 = 1,000 points, one device each
 TRAIN = ["resnet50-train", "--hw", "dgx-a100", "--devices", "1,2,4,8",
@@ -83,7 +86,7 @@ def main() -> None:
         RESULTS.write_text(
             "# `accelsim sweep` speed\n\n"
             f"Measured {time.strftime('%Y-%m-%d')} on {where}, with "
-            "`python benchmarks/sweep_speed.py --write`.\nWall time of the whole command "
+            "`python benchmarks/speed/sweep_speed.py --write`.\nWall time of the whole command "
             "(interpreter start-up and imports included) and the CPU time of all its processes;\n"
             "inference: the median of 3 runs. CPU time near wall time with 2 workers means "
             "the second core was busy with other work.\n\n"

@@ -1,7 +1,8 @@
 """Speed of the workload layer (issue: describe well under a second; a functional fp32
 resnet50 forward at batch 1 in at most a few seconds on 2 cores).
 
-Run: python benchmarks/workload_speed.py [--write]   (--write updates results/workload_speed.md)
+Run: python benchmarks/speed/workload_speed.py [--write]
+(--write updates results/workload_speed.md).
 Measures, per zoo model: building the graph and its per-layer table in a fresh process
 (`accelsim describe MODEL --json`, wall time incl. interpreter start), and in-process after
 imports; then the functional fp32 forward of resnet50 at batch 1 (median of 3 warm runs).
@@ -16,12 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-from accelsim.kernels.execute import run_graph
-from accelsim.workload import tables
-from accelsim.workload.tables import layer_table
-from accelsim.workload.zoo import _build, build_model, model_names
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+from accelsim.kernels.execute import run_graph  # noqa: E402
+from accelsim.workload import tables  # noqa: E402
+from accelsim.workload.tables import layer_table  # noqa: E402
+from accelsim.workload.zoo import _build, build_model, model_names  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results" / "workload_speed.md"
+RESULTS = ROOT / "benchmarks" / "results" / "workload_speed.md"
 
 
 def describe_in_process_s(name: str) -> float:
@@ -62,7 +65,8 @@ def main() -> None:
         RESULTS.write_text(
             "# Workload layer speed\n\n"
             f"Measured {time.strftime('%Y-%m-%d')} on {platform.processor() or platform.machine()}"
-            f", Python {platform.python_version()}, with `python benchmarks/workload_speed.py "
+            f", Python {platform.python_version()}, with `python "
+            f"benchmarks/speed/workload_speed.py "
             f"--write`.\nThe CLI column includes interpreter start-up and imports.\n\n"
             + report + "\n")
 
