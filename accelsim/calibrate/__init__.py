@@ -5,5 +5,5 @@ Modules in pipeline order: `host` (what the OS says about the CPU), `cases` (one
 timed through `accelsim.kernels`), `torch_cases` (the same ops in PyTorch), `io_bench` (disk
 and JPEG decode), `fit` (efficiencies and GEMM tile in closed form), `write` (the TOML files),
 `run` (one calibration, with a progress bar), `timing` (a real run beside the prediction, for
-`describe --execute --time` and `benchmarks/calibrate_host.py`).
+`describe --execute --time` and `benchmarks/fidelity/calibrate_host.py`).
 """

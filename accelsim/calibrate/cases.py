@@ -141,7 +141,7 @@ def time_case(case: Case, precision: str, repeats: int,
               clock: Clock = time.perf_counter) -> float:
     """The least time of the case's op through the numpy kernels in `precision`, s. A matmul
     case is timed as a forward pass times it (`kernels.execute.time_graph`, the function of
-    `describe --execute --time` and `benchmarks/calibrate_host.py`): inputs and parameters
+    `describe --execute --time` and `benchmarks/fidelity/calibrate_host.py`): inputs and parameters
     made anew (untimed) before every pass, the least of `FORWARD_PASSES` passes, so that the
     weights' cache state and the allocator's history are those of the user's run. NB: a GEMM
     that re-reads the weights it just used finds them clean in cache, which a forward pass

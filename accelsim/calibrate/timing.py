@@ -5,7 +5,7 @@ the device model's forward-pass estimate for the same batch and precision next t
                                                  "calib/numpy-host.toml")
     # total: {"measured_time_s", "predicted_time_s", "relative_error"}; per_layer: a DataFrame
 
-`describe --execute --time` prints it; `benchmarks/calibrate_host.py` records it.
+`describe --execute --time` prints it; `benchmarks/fidelity/calibrate_host.py` records it.
 """
 
 from __future__ import annotations

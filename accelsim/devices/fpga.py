@@ -30,7 +30,7 @@ the fabric the fused work shares its producer's DSP lanes and costs its own time
 moving only a residual input. Every other overlay layer's tile cycles are divided by
 `fitted.overlay_mac_efficiency` (hw_profiles/efficiency/fpga.toml: one factor for every DPU
 board, fitted on the ZCU102 and Alveo U200 rows of calibration_measurements.csv by
-`benchmarks/fidelity_dpu.py`) times the stack's `tensor_core` modifier (capped at 1); its
+`benchmarks/fidelity/fidelity_dpu.py`) times the stack's `tensor_core` modifier (capped at 1); its
 `cuda_core` and `dram_bandwidth` modifiers scale the misc engine and DRAM, its
 `host.per_kernel_us.fpga` is waited on per unfused kernel beyond its own time (issue overlaps
 the device, as on a GPU), and a stack with weight casts or layout conversions is refused

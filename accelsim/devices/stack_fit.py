@@ -1,5 +1,5 @@
 """Fit the GPU class efficiency factors and a software stack's fitted fields to measured rows
-(moved here from benchmarks/fit_stacks.py, which fits the built-in stacks with it, so that
+(moved here from benchmarks/fidelity/fit_stacks.py, which fits the built-in stacks with it, so that
 `accelsim validate --fit` fits a user's rows the same way).
 
     parts, row_case = build_parts(rows)           # rows: `Row`s (one measured value each)

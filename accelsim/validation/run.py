@@ -9,7 +9,7 @@ Prediction is the device estimate `accelsim simulate` makes for the row's option
 (`estimate` on the profile, under the stack, with the system's host CPU): throughput =
 batch / step time (train: `device_only` in simulate's record), latency = step time in ms; with
 gradient accumulation the optimizer update counts once per group of micro-steps.
-The fit is `accelsim.devices.stack_fit` (the one benchmarks/fit_stacks.py runs on the
+The fit is `accelsim.devices.stack_fit` (the one benchmarks/fidelity/fit_stacks.py runs on the
 calibration file), on the rows whose device is a GPU. Held-out error: k-fold, row i in fold
 i mod k (k = min(folds, rows)), or one fold per device (leave-one-device-out); each fold is
 fitted from the shipped values on the other rows and predicts its own. Device profiles carry
