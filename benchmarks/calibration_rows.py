@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from accelsim.devices.stack_fit import Row
+from accelsim.calibrate.stack_fit import Row
 
 CSV = Path(__file__).resolve().parents[1] / "tests" / "reference" / "calibration_measurements.csv"
 SKUS = {"V100-SXM2-16GB": "v100", "V100-SXM2-32GB": "v100", "V100-SXM3-32GB": "v100",

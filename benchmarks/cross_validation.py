@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from calibration_rows import calibration_rows  # noqa: E402
 from fit_stacks import REFERENCE_STACK, build_parts, fit, free_params, predictions  # noqa: E402
 
-from accelsim.devices.stack_fit import Row  # noqa: E402
+from accelsim.calibrate.stack_fit import Row  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "cross_validation.md"
 RESULTS_JSON = RESULTS.with_suffix(".json")

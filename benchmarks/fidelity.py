@@ -54,9 +54,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from calibration_rows import SYSTEMS, row_for, stack_for  # noqa: E402
 from report_io import emit  # noqa: E402
 
+from accelsim.calibrate.stack_fit import Run
 from accelsim.devices.estimate import estimate
 from accelsim.devices.profile import load_profile
-from accelsim.devices.stack_fit import Run
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.hardware import host_clock_hz
 from accelsim.sim.run import TrainResult, simulate_training

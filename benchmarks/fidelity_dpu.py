@@ -1,5 +1,5 @@
-"""Fidelity of the FPGA DPU overlay model (accelsim/devices/fpga.py) against the Vitis AI rows of
-calibration_measurements.csv: the fit of its one factor set, and leave-one-board-out error.
+"""Fidelity of the FPGA DPU overlay model (accelsim/devices/fpga/model.py) against the Vitis AI
+rows of calibration_measurements.csv: the fit of its one factor set, and leave-one-board-out error.
 
 Run: python benchmarks/fidelity_dpu.py [--write] [--fit]
   --write  updates results/fidelity_dpu.md
@@ -37,9 +37,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from accelsim.devices import fpga
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.estimate import estimate
+from accelsim.devices.fpga import model as fpga
 from accelsim.devices.profile import load_profile
 from accelsim.devices.profile_types import OverlaySpec
 from accelsim.devices.software import load_stack

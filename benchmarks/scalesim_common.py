@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from accelsim.devices.scalesim_config import cfg_text
+from accelsim.devices.systolic.scalesim.config import cfg_text
 from accelsim.sim.api import run_simulation
 from accelsim.sim.knobs import make_config
 

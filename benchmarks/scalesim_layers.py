@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from accelsim.devices.systolic_im2col import MAX_ELEMS
+from accelsim.devices.systolic.im2col import MAX_ELEMS
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "scalesim_topologies"

@@ -17,10 +17,10 @@ import pytest
 
 from accelsim.cli import main
 from accelsim.devices.profile_types import SramSpec
-from accelsim.devices.scalesim_config import cfg_text, read_profile
-from accelsim.devices.scalesim_report import BANDWIDTH, COMPUTE, DETAILED, scalesim_tables
-from accelsim.devices.systolic_memory import gemm_figures
-from accelsim.devices.systolic_sram import gemm_memory
+from accelsim.devices.systolic.memory import gemm_figures
+from accelsim.devices.systolic.scalesim.config import cfg_text, read_profile
+from accelsim.devices.systolic.scalesim.report import BANDWIDTH, COMPUTE, DETAILED, scalesim_tables
+from accelsim.devices.systolic.sram import gemm_memory
 from accelsim.errors import ConfigError
 from accelsim.workload.importers.topology import read_graph
 from accelsim.workload.work import gemms_for

@@ -40,9 +40,9 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from accelsim.devices.profile_types import SramSpec
-from accelsim.devices.systolic import array_mapping, cycles_per_fold
-from accelsim.devices.systolic_im2col import ConvWalk, Im2col, conv_walk
-from accelsim.devices.systolic_streams import (
+from accelsim.devices.systolic.im2col import ConvWalk, Im2col, conv_walk
+from accelsim.devices.systolic.model import array_mapping, cycles_per_fold
+from accelsim.devices.systolic.streams import (
     DiagonalLayout,
     Stream,
     fold_counts,

@@ -50,7 +50,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.core import device_model
 from accelsim.devices.mapping import (
     ACCUMULATOR_BYTES_PER_ELEMENT,
     drain_excess_s,
@@ -240,7 +239,6 @@ def buffer_dram_bytes(profile: DeviceProfile, work: pd.DataFrame, g: pd.DataFram
     return dram, buffer
 
 
-@device_model("tpu")
 def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
                    precision: str, software: str | SoftwareStack,
                    dataflow: str | None = None) -> pd.DataFrame:
@@ -275,7 +273,7 @@ def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFra
         memory_s = np.maximum(memory_s, (acts * in_pass + outs) / ub_bw)
     stalls = stall_cycles(compute_cycles, memory_s, clock_hz)
     if profile.operand_srams is not None:  # SCALE-Sim's SRAMs: `systolic_memory`
-        from accelsim.devices.systolic_memory import sram_rows
+        from accelsim.devices.systolic.memory import sram_rows
 
         srams = sram_rows(g, rows, cols, flow, profile.operand_srams, n_rows)
         gemm_row = macs > 0

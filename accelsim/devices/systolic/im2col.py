@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelsim.devices.systolic_streams import DiagonalLayout, Stream
+from accelsim.devices.systolic.streams import DiagonalLayout, Stream
 
 MAX_ELEMS = 1 << 23  # im2col words held in memory at once (32 MiB as int32 addresses)
 _FIRST_CHUNK = 1024  # demands scanned per step after a miss

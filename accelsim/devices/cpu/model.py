@@ -47,12 +47,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.core import device_model
-from accelsim.devices.cpu_alloc import fresh_bytes, fresh_pages
-from accelsim.devices.cpu_blas import PACK_PASSES, blas_gemm_terms, pack_bytes
-from accelsim.devices.cpu_passes import FP32_BYTES, pass_times_s
+from accelsim.devices.cpu.alloc import fresh_bytes, fresh_pages
+from accelsim.devices.cpu.blas import PACK_PASSES, blas_gemm_terms, pack_bytes
+from accelsim.devices.cpu.passes import FP32_BYTES, pass_times_s
 from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.gpu import amp_weight_casts
 from accelsim.devices.mapping import kernel_counts, per_row, row_energy_j, row_gemms
 from accelsim.devices.software import (
     SoftwareStack,
@@ -60,6 +58,7 @@ from accelsim.devices.software import (
     resolve_software,
 )
 from accelsim.devices.stack_costs import (
+    amp_weight_casts,
     layout_conversions,
     stack_fused_rows,
 )
@@ -279,7 +278,6 @@ def _quantize_rate_s(serial: pd.DataFrame, stack: SoftwareStack, precision: str,
     return serial["quantize"].to_numpy() / (float(mem.bandwidth_bytes_per_s) * eff)
 
 
-@device_model("cpu")
 def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
               software: str | SoftwareStack) -> pd.DataFrame:
     """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a CPU under
