@@ -199,8 +199,8 @@ def check_whole_network(python: str, net: str, size: int, flow: str, cfg: str, g
 def approximation(net: str, layer: str, gemm: bool) -> str:
     """Where a conv layer meets the model's approximations (none for GEMM form): overlapping
     or rounded-up windows are walked address by address as SCALE-Sim reads them
-    (`systolic_im2col`) unless the im2col is over `MAX_ELEMS` words, where the address-free
-    layouts (`systolic_streams`) keep their NBs."""
+    (`systolic.im2col`) unless the im2col is over `MAX_ELEMS` words, where the address-free
+    layouts (`systolic.streams`) keep their NBs."""
     if gemm:
         return ""
     _, rows = topology_rows(net)

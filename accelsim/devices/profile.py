@@ -8,7 +8,8 @@
     312000000000000.0
     >>> board = load_profile("my_board.toml")       # doctest: +SKIP
 
-THE SCHEMA (a contract with the cost models; the tables are in `profile_schema.py`)
+THE SCHEMA (a contract with the cost models; the tables are in `profile_schema.py`, which class
+may or must have a key in each class's registration, `accelsim/devices/<class>/__init__.py`)
 
 Top level: `class` (one of cpu, gpu, tpu, fpga, npu), `display_name`, `vendor`, optional `notes`,
 optional `inference_only` (true for a product that cannot train, with its source), optional

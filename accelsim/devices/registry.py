@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -95,11 +96,7 @@ class DeviceClass:
         the stand-in; None for a class without host fallback."""
         if self.host_fallback is None:
             return None
-        if host is not None:
-            return host
-        from accelsim.devices.profile import load_profile
-
-        return load_profile(self.host_fallback)
+        return host if host is not None else _stand_in_host(self.host_fallback)
 
     def cost(self, profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
              software: Any, batch: int | None = None, host: Any = None) -> pd.DataFrame:
@@ -112,6 +109,14 @@ class DeviceClass:
             extra["host"] = self.host_for(host)
             extra["host_model"] = get(extra["host"].device_class).model
         return self.model(profile, work, gemms, precision, software, **extra)
+
+
+@lru_cache(maxsize=8)
+def _stand_in_host(name: str) -> Any:
+    """A built-in host CPU profile, loaded once."""
+    from accelsim.devices.profile import load_profile
+
+    return load_profile(name)
 
 
 CLASSES: dict[str, DeviceClass] = {}

@@ -132,11 +132,7 @@ def stack_classes() -> tuple[str, ...]:
 
 def stack_fields() -> tuple[Field, ...]:
     """The schema of a stack file, for the registered classes."""
-    return _stack_fields(stack_classes())
-
-
-@lru_cache(maxsize=4)
-def _stack_fields(classes: tuple[str, ...]) -> tuple[Field, ...]:
+    classes = stack_classes()
     per_kernel = tuple(non_negative(c, US, f"{c}_s", required=False, span=DURATION)
                        for c in classes)
     return (

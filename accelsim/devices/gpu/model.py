@@ -10,7 +10,7 @@ Per row of the work table:
   run as tf32 on tensor cores where the stack says so (`fp32_on_tf32`: PyTorch's, TensorFlow's
   and TensorRT's TF32 defaults) and the device lists tf32 (`tf32_rows`).
   compute_s = FLOPs x quantization / (peak x efficiency), the quantization from each GEMM's
-  shape (`gpu_gemm`: CTA tiles in waves over the SMs at the tile's occupancy, split-K, the
+  shape (`gpu.gemm`: CTA tiles in waves over the SMs at the tile's occupancy, split-K, the
   pipeline fill of short K, and for fp32 the Winograd algorithm where the autotuner would
   pick it); DRAM bytes = compulsory bytes + L2 re-reads (`tiling`) + Winograd's transforms.
 - other rows stream their bytes at the achievable DRAM bandwidth; their FLOPs run on the CUDA

@@ -1,5 +1,5 @@
 """Per work row figures of a systolic array whose operand SRAMs are given (a SCALE-Sim .cfg):
-each GEMM of the row through `systolic_sram.gemm_memory`, summed over its instances.
+each GEMM of the row through `systolic.sram.gemm_memory`, summed over its instances.
 
     rows = sram_rows(row_gemms(work, gemms), 32, 32, "ws", profile.operand_srams, len(work))
     rows["stall_cycles"], rows["dram_words"]
