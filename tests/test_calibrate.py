@@ -13,9 +13,9 @@ from accelsim.calibrate.fit import case_key, fit_efficiencies, with_group_figure
 from accelsim.calibrate.run import calibrate
 from accelsim.calibrate.write import toml_text
 from accelsim.cli import main
-from accelsim.devices.cpu import cpu_costs
+from accelsim.devices.cpu.model import cpu_costs
 from accelsim.devices.profile import load_profile
-from accelsim.devices.software import FIELDS, load_stack, resolve_software
+from accelsim.devices.software import load_stack, resolve_software, stack_fields
 from accelsim.errors import ConfigError
 from accelsim.profiles.storage import load_storage
 from accelsim.workload.graph import GraphBuilder
@@ -164,7 +164,7 @@ def test_group_figures_are_geometric_means():
 
 
 def test_every_case_key_is_a_stack_field():
-    allowed = {f.key for f in next(f for f in FIELDS if f.key == "cpu_efficiency").sub}
+    allowed = {f.key for f in next(f for f in stack_fields() if f.key == "cpu_efficiency").sub}
     for case in kernel_cases("full"):
         for precision in ("fp32", "fp16", "bf16", "int8"):
             assert case_key(case, precision) in allowed

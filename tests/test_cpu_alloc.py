@@ -1,5 +1,5 @@
-"""Fresh-page fault time of numpy's per-call temporaries (accelsim/devices/cpu_alloc.py) and
-where the CPU model puts BLAS packing traffic (accelsim/devices/cpu.py), against closed forms
+"""Fresh-page fault time of numpy's per-call temporaries (accelsim/devices/cpu/alloc.py) and
+where the CPU model puts BLAS packing traffic (accelsim/devices/cpu/model.py), against closed forms
 derived here (issue 10)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from accelsim.calibrate.alloc_bench import AllocatorFigures, mmap_threshold_max_bytes
 from accelsim.calibrate.write import measured_stack, toml_text, with_allocator
 from accelsim.datafiles import builtin_files
-from accelsim.devices.cpu import cpu_costs
-from accelsim.devices.cpu_alloc import fresh_bytes, gemm_temporaries_bytes
+from accelsim.devices.cpu.alloc import fresh_bytes, gemm_temporaries_bytes
+from accelsim.devices.cpu.model import cpu_costs
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import dynamic_energy_j
 from accelsim.devices.profile import load_profile

@@ -1,4 +1,4 @@
-"""The CPU GEMM as a BLAS library runs it (accelsim/devices/cpu_blas.py, issue 10) and the
+"""The CPU GEMM as a BLAS library runs it (accelsim/devices/cpu/blas.py, issue 10) and the
 software-stack fields the CPU model honours, against closed forms derived here."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from accelsim.datafiles import builtin_files
-from accelsim.devices.cpu import cpu_costs
+from accelsim.devices.cpu.model import cpu_costs
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.profile import load_profile
 from accelsim.devices.software import builtin_stacks

@@ -1,4 +1,4 @@
-"""Measured element-pass tables (accelsim/devices/cpu_passes.py): log-log interpolation against
+"""Measured element-pass tables (accelsim/devices/cpu/passes.py): log-log interpolation against
 closed forms, the CPU model's pass terms against hand-derived sums, stacks without tables
 unchanged, and bad tables as one-line errors naming file, field and value (issue 10)."""
 
@@ -12,8 +12,8 @@ import pytest
 
 from accelsim.calibrate.pass_bench import PASS_SIZES, measure_passes, pass_names
 from accelsim.calibrate.write import measured_stack, toml_text, with_passes
-from accelsim.devices.cpu import cpu_costs
-from accelsim.devices.cpu_passes import PassTable
+from accelsim.devices.cpu.model import cpu_costs
+from accelsim.devices.cpu.passes import PassTable
 from accelsim.devices.profile import load_profile
 from accelsim.devices.software import builtin_stacks, load_stack
 from accelsim.errors import ConfigError

@@ -1,4 +1,4 @@
-"""The DPU overlay's cores and batch engines (accelsim/devices/fpga.py): one image per engine,
+"""The DPU overlay's cores and batch engines (accelsim/devices/fpga/model.py): one image per engine,
 the weights read from DRAM once per run of a core. Expected values are closed forms (PP x ICP x
 OCP tiles, operand bytes), not outputs of the code under test."""
 
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from accelsim.devices import fpga
+from accelsim.devices.fpga import model as fpga
 from accelsim.devices.profile import load_profile
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelsim.devices import cpu, gpu  # noqa: F401 - registers the class models
-from accelsim.devices.core import CLASS_MODELS, finish
+from accelsim.devices.core import finish
+from accelsim.devices.cpu import model as cpu
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import die_energy_scale, energy_constants, static_power_w
-from accelsim.devices.estimate import estimate
+from accelsim.devices.estimate import class_model, estimate
 from accelsim.devices.mapping import forward_dims, refetch_bytes, row_gemms
 from accelsim.devices.profile import load_all_profiles, load_profile
 from accelsim.devices.software import load_stack
@@ -52,7 +52,7 @@ def stream_case(nbytes: float) -> tuple[pd.DataFrame, pd.DataFrame]:
 def gpu_row(profile_name: str, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
             software: str = "eager") -> pd.Series:
     profile = load_profile(profile_name)
-    costs = CLASS_MODELS["gpu"](profile, work, gemms, precision, software)
+    costs = class_model("gpu")(profile, work, gemms, precision, software)
     return finish(work, costs, profile.power.tdp_w, static_power_w(profile)).iloc[0]
 
 
@@ -153,7 +153,7 @@ def test_fully_busy_device_stays_within_tdp(name: str) -> None:
         work, gemms = gemm_case(16384, 16384, 8192, precision)
         stream, _ = stream_case(8e9)
         both = pd.concat([work, stream], ignore_index=True)
-        costs = CLASS_MODELS[profile.device_class](profile, both, gemms, precision, "eager")
+        costs = class_model(profile.device_class)(profile, both, gemms, precision, "eager")
         out = finish(both, costs, profile.power.tdp_w, static_power_w(profile))
         power_w = out["energy_j"].to_numpy() / out["time_s"].to_numpy()
         assert (power_w <= profile.power.tdp_w * (1 + 1e-9)).all()

@@ -1,4 +1,4 @@
-"""GEMM efficiency from shape on the GPU class model (accelsim/devices/gpu_gemm.py) against
+"""GEMM efficiency from shape on the GPU class model (accelsim/devices/gpu/gemm.py) against
 closed forms worked by hand: K-depth pipeline fill, occupancy, Winograd multiply counts, the
 tf32 tensor-core path."""
 
@@ -10,10 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accelsim.devices import gpu  # noqa: F401 - registers the class model
-from accelsim.devices.core import CLASS_MODELS
 from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.gpu_gemm import ctas_per_sm, gemm_factors, winograd_gemms
+from accelsim.devices.estimate import class_model
+from accelsim.devices.gpu.gemm import ctas_per_sm, gemm_factors, winograd_gemms
 from accelsim.devices.profile import load_profile
 from accelsim.workload.work import gemms_for
 from accelsim.workload.zoo import build_model
@@ -36,7 +35,7 @@ def gemm_work(m: int, n: int, k: int, width: int, conv_hw: tuple[int, int] = (0,
 
 
 def compute_s(device: str, work: pd.DataFrame, gemms: pd.DataFrame, precision: str) -> float:
-    costs = CLASS_MODELS["gpu"](load_profile(device), work, gemms, precision, "pytorch-eager")
+    costs = class_model("gpu")(load_profile(device), work, gemms, precision, "pytorch-eager")
     return float(costs["compute_s"].iloc[0])
 
 
@@ -136,7 +135,7 @@ def test_tf32_matmul_on_a100_runs_at_the_tf32_tensor_core_peak() -> None:
     tile_m, tile_n = EFF["assumed.cta_tile.tf32"]
     m, n, k = tile_m, tile_n * a100.compute.sm_count, 8192
     work, gemms = gemm_work(m, n, k, 4)
-    costs = CLASS_MODELS["gpu"](a100, work, gemms, "tf32", "pytorch-eager")
+    costs = class_model("gpu")(a100, work, gemms, "tf32", "pytorch-eager")
     assert costs["unit"].iloc[0] == "tensor_core"
     fill_k = EFF["assumed.cta_tile_k.tf32"] * EFF["assumed.pipeline_fill_k_steps"]
     expected = 2.0 * m * n * (k + fill_k) / (tf32_peak * EFF["fitted.tensor_core_efficiency"])

@@ -14,9 +14,8 @@ import pandas as pd
 import pytest
 
 from accelsim.cli import main
-from accelsim.devices import invariants
-from accelsim.devices.core import CLASS_MODELS
-from accelsim.devices.estimate import class_model, estimate, summary
+from accelsim.devices import invariants, registry
+from accelsim.devices.estimate import estimate, summary
 from accelsim.devices.invariants import InvariantError, check_graph, check_serving
 from accelsim.devices.precision import cannot_train
 from accelsim.devices.profile import builtin_profile_names, load_profile
@@ -231,7 +230,7 @@ def test_cli_refuses_resnet50_at_image_size_1(capsys: pytest.CaptureFixture[str]
 
 
 def sabotage(kind: str):  # noqa: ANN201 - a ClassModel
-    real = class_model("gpu")
+    real = registry.get("gpu").model
 
     def broken(profile, work, gemms, precision, software):  # noqa: ANN001, ANN202
         costs = real(profile, work, gemms, precision, software)
@@ -251,13 +250,18 @@ def sabotage(kind: str):  # noqa: ANN201 - a ClassModel
     return broken
 
 
+def broken_gpu(kind: str) -> registry.DeviceClass:
+    """The GPU class with its cost model sabotaged."""
+    return dataclasses.replace(registry.get("gpu"), model=sabotage(kind))
+
+
 @pytest.mark.parametrize(("kind", "check"), [
     ("peak", "peak"), ("power", "power within TDP"), ("bytes", "bytes conserved"),
     ("negative", "finite and non-negative"),
 ])
 def test_a_broken_model_raises_an_invariant_error_with_its_inputs(
         monkeypatch: pytest.MonkeyPatch, kind: str, check: str) -> None:
-    monkeypatch.setitem(CLASS_MODELS, "gpu", sabotage(kind))
+    monkeypatch.setitem(registry.CLASSES, "gpu", broken_gpu(kind))
     with pytest.raises(InvariantError) as err:
         estimate(build_model("resnet18"), load_profile("a100"), 4, "fp16", "infer", "compiled")
     message = str(err.value)
@@ -270,7 +274,7 @@ def test_a_broken_model_raises_an_invariant_error_with_its_inputs(
 
 def test_the_cli_reports_a_violation_as_an_internal_error(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setitem(CLASS_MODELS, "gpu", sabotage("peak"))
+    monkeypatch.setitem(registry.CLASSES, "gpu", broken_gpu("peak"))
     monkeypatch.delenv("ACCELSIM_DEBUG", raising=False)
     assert main(["simulate", "resnet18", "--hw", "a100", "--precision", "fp16",
                  "--batch", "64"]) == 70

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from accelsim.cli import main
-from accelsim.devices import fpga
 from accelsim.devices.efficiency import load_efficiency
+from accelsim.devices.fpga import model as fpga
 from accelsim.devices.profile import load_profile
 from accelsim.sim.service import device_host_link, service_table
 from accelsim.workload.graph import GraphBuilder

@@ -17,10 +17,10 @@ import pytest
 
 from accelsim.cli import main
 from accelsim.devices.profile_types import SramSpec
-from accelsim.devices.scalesim_config import cfg_text, read_profile
-from accelsim.devices.scalesim_report import BANDWIDTH, COMPUTE, DETAILED, scalesim_tables
-from accelsim.devices.systolic_memory import gemm_figures
-from accelsim.devices.systolic_sram import gemm_memory
+from accelsim.devices.systolic.memory import gemm_figures
+from accelsim.devices.systolic.scalesim.config import cfg_text, read_profile
+from accelsim.devices.systolic.scalesim.report import BANDWIDTH, COMPUTE, DETAILED, scalesim_tables
+from accelsim.devices.systolic.sram import gemm_memory
 from accelsim.errors import ConfigError
 from accelsim.workload.importers.topology import read_graph
 from accelsim.workload.work import gemms_for
@@ -240,7 +240,7 @@ CASES = [
 ]
 # Convolutions whose im2col repeats addresses (overlapping windows) or holds -1 taps (strided
 # windows rounded up past the ifmap): SCALE-Sim finds a word at any copy in its SRAM window and
-# skips -1 taps, which the model follows address by address (`systolic_im2col`), all three
+# skips -1 taps, which the model follows address by address (`systolic.im2col`), all three
 # dataflows, 1 x 1 to 7 x 7 filters, strides 1 and 2.
 DUPLICATES = [(8, 8, (1, 1, 1), 4, "ws", False, ["c0, 18, 18, 3, 3, 8, 16, 2,"]),
               (16, 8, (1, 2, 1), 10, "is", False, ["c0, 15, 15, 3, 3, 6, 20, 1,"]),

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from accelsim.devices.estimate import estimate
-from accelsim.devices.gpu import gpu_costs
+from accelsim.devices.gpu.model import gpu_costs
 from accelsim.devices.mapping import FUSION_GROUP_OPS
 from accelsim.devices.profile import load_profile
 from accelsim.devices.software import (

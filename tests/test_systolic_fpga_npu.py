@@ -13,18 +13,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelsim.devices import fpga, npu, systolic
+from accelsim.devices import registry
 from accelsim.devices.core import finish, kernel_groups
 from accelsim.devices.energy import static_power_w
+from accelsim.devices.fpga import model as fpga
 from accelsim.devices.mapping import DOUBLE_BUFFERED_RESIDENT_FRACTION, refetch_bytes
 from accelsim.devices.profile import load_all_profiles, load_profile
 from accelsim.devices.profile_types import DeviceProfile
-from accelsim.devices.systolic_emulator import emulate_gemm
+from accelsim.devices.systolic import model as systolic
+from accelsim.devices.systolic.emulator import emulate_gemm
 from accelsim.workload.graph import Graph, GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 from accelsim.workload.zoo import build_model
 
-MODELS = {"tpu": systolic.systolic_costs, "fpga": fpga.fpga_costs, "npu": npu.npu_costs}
+# the NPU's through its record, which gives it the stand-in host CPU and its class model
+MODELS = {"tpu": systolic.systolic_costs, "fpga": fpga.fpga_costs, "npu": registry.get("npu").cost}
 
 
 def naive_cycles(m: int, n: int, k: int, rows: int, cols: int, dataflow: str) -> int:

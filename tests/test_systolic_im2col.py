@@ -1,4 +1,4 @@
-"""The conv ifmap walk of the systolic SRAM model (`accelsim.devices.systolic_im2col`) against a
+"""The conv ifmap walk of the systolic SRAM model (`accelsim.devices.systolic.im2col`) against a
 naive re-implementation, written here loop by loop after SCALE-Sim v3's source, of how SCALE-Sim
 builds a convolution's ifmap operand (`operand_matrix.calc_ifmap_elem_addr`, its output size
 ceil((H - R + stride) / stride)), lays it out for DRAM (`create_ifmap_prefetch_mat` of
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from accelsim.devices.profile_types import SramSpec
-from accelsim.devices.systolic import cycles_per_fold
-from accelsim.devices.systolic_im2col import Im2col, conv_walk
-from accelsim.devices.systolic_sram import gemm_memory, simulate_reads
-from accelsim.devices.systolic_streams import read_streams
+from accelsim.devices.systolic.im2col import Im2col, conv_walk
+from accelsim.devices.systolic.model import cycles_per_fold
+from accelsim.devices.systolic.sram import gemm_memory, simulate_reads
+from accelsim.devices.systolic.streams import read_streams
 
 
 def ofmap_size(size: int, kernel: int, stride: int) -> int:
@@ -203,7 +203,7 @@ def test_a_conv_without_copies_or_holes_walks_as_its_gemm(flow: str) -> None:
 def test_renumbering_the_sets_changes_no_slide(monkeypatch: pytest.MonkeyPatch) -> None:
     # the window counts sets on across laps in int32 and renumbers them past a bound: forced
     # at every slide here, the walk must be the same slide for slide
-    from accelsim.devices import systolic_im2col
+    from accelsim.devices.systolic import im2col as systolic_im2col
 
     conv = Im2col(10, 10, 3, 3, 3, 2, 2, 5, 5)
     ifmap, _ = read_streams(25, 8, 27, 4, 4, "ws")
@@ -238,7 +238,7 @@ def test_convs_too_large_to_read_by_address_are_named() -> None:
     conv1 112 x 112 x 8 outputs x 7 x 7 x 3 taps = 14.8 M; layer1 56 x 56 x 8 x 3 x 3 x 64 =
     14.5 M) but not at batch 1 (1.8 M): only the former are named, and only them."""
     from accelsim.devices.mapping import row_gemms
-    from accelsim.devices.systolic_memory import address_free_layers
+    from accelsim.devices.systolic.memory import address_free_layers
     from accelsim.workload.work import gemms_for, work_table
     from accelsim.workload.zoo import build_model
 
@@ -249,7 +249,7 @@ def test_convs_too_large_to_read_by_address_are_named() -> None:
     assert named[1] == []
     assert named[8] == ["conv1", "layer1.0.conv2", "layer1.1.conv2", "layer1.2.conv2"]
     # under unbounded ports (SCALE-Sim's CALC) no stall is modelled, so nothing to name
-    from accelsim.devices.systolic_memory import address_free_note
+    from accelsim.devices.systolic.memory import address_free_note
 
     work = work_table(graph, 8, "int8")
     g = row_gemms(work, gemms_for(graph, 8))
@@ -289,7 +289,7 @@ def test_odd_conv_shapes_slide_as_a_naive_read_buffer(flow: str, layer: tuple[in
 def test_skew_first_line_closed_form_matches_a_line_by_line_count() -> None:
     """A skewed depth x width block writes, on line j, the columns c with 0 <= j - c < depth
     (c < width); the first line by whose end n words are written, counted line by line."""
-    from accelsim.devices.systolic_streams import skew_first_line
+    from accelsim.devices.systolic.streams import skew_first_line
 
     rng = np.random.default_rng(7)
     for depth, width in [(1, 1), (1, 9), (9, 1), (4, 4), (3, 17), (32, 5), (64, 64), (200, 37)]:

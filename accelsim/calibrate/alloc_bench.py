@@ -1,5 +1,5 @@
 """The C allocator under numpy on this host: the time to fault in one fresh page, and the mmap
-threshold above which numpy's per-call temporaries are fresh pages (`devices.cpu_alloc`).
+threshold above which numpy's per-call temporaries are fresh pages (`devices.cpu.alloc`).
 
     figures = measure_allocator(repeats=5)   # None where the C library is not glibc
     figures.fresh_page_s, figures.page_bytes, figures.mmap_threshold_bytes

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelsim.devices.cpu import VECTOR_OPS
+from accelsim.devices.cpu.model import VECTOR_OPS
 from accelsim.kernels.execute import make_inputs, op_params, run_op_in_format, time_graph
 from accelsim.workload.graph import Graph, GraphBuilder
 

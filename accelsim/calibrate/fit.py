@@ -3,7 +3,7 @@
     work_s, serial_s, memory_s, kernels = unit_work_s(profile, case, "fp32")  # efficiency 1
     fit = fit_with_pack(keys, work_s, serial_s, kernels, measured_s, dispatch_s, memory_s)
 
-The CPU class model (`accelsim.devices.cpu`) times a row as work / (peak x efficiency), plus,
+The CPU class model (`accelsim.devices.cpu.model`) times a row as work / (peak x efficiency), plus,
 for a matmul, the serial passes over memory of BLAS packing and the stack's weight casts
 (bytes / (bandwidth x the stack's `pack` figure)), plus the stack's dispatch time per kernel;
 a memory-bound matmul (a GEMV) streams its DRAM bytes at the stack's `gemv` figure. Running it
@@ -21,7 +21,7 @@ least-squares slope through the origin of their key; the matmul keys of a precis
 least squares
 (`fit_with_pack`). Both are closed forms. A serial figure whose coefficient comes out not
 positive is dropped to the stack's cap and the rest refitted (`_lstsq_dropping_serials`).
-Under measured element-pass tables (`devices.cpu_passes`: weight casts, int8 quantisation, a
+Under measured element-pass tables (`devices.cpu.passes`: weight casts, int8 quantisation, a
 GEMV's stream), what they price is a measured time per case (`case_pass_s`), subtracted like
 the fault time, not a fitted figure: the casts leave `pack_<p>`, the quantisation
 `quantize_<p>`, and the GEMVs (priced whole) `gemv_<p>`.
@@ -36,14 +36,14 @@ from typing import Any
 import numpy as np
 
 from accelsim.calibrate.cases import Case
-from accelsim.devices.cpu import (
+from accelsim.devices.cpu.model import (
     VECTOR_OPS,
     cpu_costs,
     fault_s,
     quantized_rows,
     serial_stream_bytes,
 )
-from accelsim.devices.cpu_passes import PassTable, pass_times_s
+from accelsim.devices.cpu.passes import PassTable, pass_times_s
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.precision import hardware_key
 from accelsim.devices.software import (
@@ -152,7 +152,7 @@ def unit_work_s(profile: Any, case: Case, precision: str, weight_casts: bool = F
     passes over memory at efficiency 1 (packing, weight casts, quantisation), s; its DRAM time
     at efficiency 1, s; the kernels the model charges dispatch for) on `profile` in
     `precision`, under a stack that casts weights or not (`weight_casts`). A pass that a table
-    of `passes` prices (`devices.cpu_passes`) is left out of all three: its time is measured,
+    of `passes` prices (`devices.cpu.passes`) is left out of all three: its time is measured,
     not fitted (`case_pass_s`)."""
     costs, serial, timed = _case_terms(profile, case, precision, weight_casts, passes)
     fitted_bytes = serial["pack"] + serial["transpose"] + \

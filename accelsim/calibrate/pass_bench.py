@@ -1,5 +1,5 @@
 """numpy's per-call element passes on this host, timed at several working sets: the
-`[cpu_passes]` tables of the measured numpy stack (`devices.cpu_passes`).
+`[cpu_passes]` tables of the measured numpy stack (`devices.cpu.passes`).
 
     tables = measure_passes(("fp32", "bf16", "int8"), sizes=PASS_SIZES["full"])
     tables["cast_bf16"].s_per_element(np.array([8 << 20]))
@@ -20,7 +20,8 @@ import numpy as np
 
 from accelsim.calibrate.alloc_bench import mmap_threshold_max_bytes
 from accelsim.calibrate.cases import Clock
-from accelsim.devices.cpu_passes import FP32_BYTES, PassTable
+from accelsim.devices.cpu.passes import FP32_BYTES
+from accelsim.devices.pass_tables import PassTable
 from accelsim.kernels.formats import round_to_format
 from accelsim.kernels.quantize import quantize_int8
 

@@ -229,7 +229,7 @@ def with_passes(stack: dict[str, Any], tables: dict[str, Any], host: str, date: 
     if not tables:
         return stack
     from accelsim.calibrate.pass_bench import ROW
-    from accelsim.devices.cpu_passes import pass_table_data
+    from accelsim.devices.pass_tables import pass_table_data
 
     sources = dict(stack["sources"])
     for name in tables:

@@ -78,9 +78,12 @@ def simulate(workload: str, hardware: str, layers: str, trace: str | None, as_js
     if scalesim_dir:
         from pathlib import Path
 
-        from accelsim.devices.scalesim_report import write_config_reports
+        from accelsim.devices.systolic.scalesim.report import write_scalesim_reports
+        from accelsim.profiles.hardware import resolve_hardware
 
-        write_config_reports(Path(scalesim_dir), cfg)
+        _, profile = resolve_hardware(cfg.hardware)
+        write_scalesim_reports(Path(scalesim_dir), cfg.scenario.graph(), profile,
+                               cfg.scenario.batch_size, cfg.dataflow)
     if trace:
         from accelsim.results.trace import write_chrome_trace
 

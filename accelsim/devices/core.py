@@ -1,9 +1,11 @@
 """The roofline core shared by every device class, and the contract of a class model.
 
-A class model (one file per class: gpu.py, cpu.py, systolic.py, fpga.py, npu.py, null.py) is a
-function registered with `@device_model(class_name)`:
+A class model (one folder per class: gpu/, cpu/, systolic/, fpga/, npu/, and null.py) is a
+function, the `model` of the class's record in `accelsim.devices.registry`:
 
-    fn(profile, work: DataFrame, gemms: DataFrame, precision: str, software) -> DataFrame
+    fn(profile, work: DataFrame, gemms: DataFrame, precision: str, software, **extra) -> DataFrame
+
+(`extra`: what the record says the class takes beside, `DeviceClass.cost`: the batch, a host.)
 
 `software` is a resolved `accelsim.devices.software.SoftwareStack` (or a stack name, which the
 GPU and CPU models resolve; the other classes run compiled graphs and ignore it).
@@ -31,7 +33,6 @@ power cap and static energy. Stateless: policies are functions, profiles are dat
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,18 +44,7 @@ COST_COLUMNS = ("compute_s", "memory_s", "overhead_s", "dynamic_energy_j", "dram
                 "onchip_bytes", "cycles")
 BOUNDS = np.array(["compute", "memory", "overhead"])
 
-ClassModel = Callable[[Any, pd.DataFrame, pd.DataFrame, str, str], pd.DataFrame]
-CLASS_MODELS: dict[str, ClassModel] = {}
-
-
-def device_model(device_class: str) -> Callable[[ClassModel], ClassModel]:
-    """Register the cost model of one device class."""
-
-    def register(fn: ClassModel) -> ClassModel:
-        CLASS_MODELS[device_class] = fn
-        return fn
-
-    return register
+ClassModel = Callable[..., pd.DataFrame]  # see the module docstring
 
 
 def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: float,

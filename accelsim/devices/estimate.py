@@ -4,24 +4,25 @@
     est.step_time_s, est.throughput_samples_per_s, est.layers  # a DataFrame, one row per op x phase
 
 A pure function of its inputs: the software stack is resolved for the device class and the
-host CPU (`accelsim.devices.software`; its per-step host time is added here), the class model
-is looked up by the profile's class (`accelsim.devices.core.CLASS_MODELS`), the roofline and
-power cap (DVFS on GPUs, `accelsim.devices.dvfs`) are applied by
-`accelsim.devices.core.finish`, and the memory need is checked against the device's capacity.
-Every result is checked against the laws of `accelsim.devices.invariants` (a violation raises
-`InvariantError`, a bug). Energy is reported in two parts: the device's, and the host CPU's
-where an NPU falls back to it (`host_energy_j`).
+host CPU (`accelsim.devices.software`; its per-step host time is added here), the class's
+record is looked up by the profile's class (`accelsim.devices.registry`: its cost model and
+what the class takes beside, its limits and notes), the roofline and power cap (DVFS where the
+record says so, `accelsim.devices.dvfs`) are applied by `accelsim.devices.core.finish`, and the
+memory need is checked against the device's capacity. Every result is checked against the laws
+of `accelsim.devices.invariants` (a violation raises `InvariantError`, a bug). Energy is
+reported in two parts: the device's, and the host CPU's where a device falls back to it (an
+NPU, `host_energy_j`).
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from accelsim.devices.core import CLASS_MODELS, bottleneck, finish
+from accelsim.devices import registry
+from accelsim.devices.core import bottleneck, finish
 from accelsim.devices.invariants import check_estimate, check_graph
 from accelsim.devices.precision import cannot_train, compute_precision, hardware_key
 from accelsim.devices.software import DEFAULT, SoftwareStack, resolve_software
@@ -31,34 +32,23 @@ from accelsim.workload.memory import largest_batch, memory_need
 from accelsim.workload.tables import totals, unsupported_ops
 from accelsim.workload.work import gemms_for, work_table
 
-_CLASS_MODULES = {"null": "null", "gpu": "gpu", "cpu": "cpu", "tpu": "systolic", "fpga": "fpga",
-                  "npu": "npu"}
-
 
 def class_model(device_class: str):  # noqa: ANN201 - returns a ClassModel
-    """The cost model of a device class, importing its module on first use."""
-    if device_class not in CLASS_MODELS:
-        module = _CLASS_MODULES.get(device_class)
-        if module is None:
-            raise AccelsimError(f"no cost model for device class '{device_class}'")
-        importlib.import_module(f"accelsim.devices.{module}")
-    return CLASS_MODELS[device_class]
+    """The cost model of a device class, with what its record passes beside the common inputs
+    (`registry.DeviceClass.cost`: a batch, a host CPU); AccelsimError for an unknown class."""
+    return registry.get(device_class).cost
 
 
 def power_limits_w(profile: Any) -> tuple[float, float]:
     """(TDP, static power) of a device, W."""
-    if profile.device_class == "null":
-        return profile.tdp_w, profile.static_w
-    from accelsim.devices.energy import static_power_w
-
-    return profile.power.tdp_w, static_power_w(profile)
+    return registry.get(profile.device_class).power_limits(profile)
 
 
 def voltage_floor(profile: Any) -> float | None:
     """The DVFS voltage floor of a device whose clock drops under the power limit (GPUs:
     `accelsim.devices.dvfs`); None for the others, whose power cap stretches time uniformly
     (NB: TPUs, FPGAs, NPUs and CPUs publish no base clock to anchor a V-F curve here)."""
-    if profile.device_class != "gpu":
+    if not registry.get(profile.device_class).dvfs:
         return None
     from accelsim.devices.energy import dvfs_settings
 
@@ -67,10 +57,7 @@ def voltage_floor(profile: Any) -> float | None:
 
 def capacity_bytes(profile: Any) -> float | None:
     """Device memory for weights and activations, bytes (None: not published)."""
-    if profile.device_class == "null":
-        return profile.capacity_bytes
-    mem = profile.offchip_memory
-    return None if mem is None else mem.capacity_bytes
+    return registry.get(profile.device_class).capacity_bytes(profile)
 
 
 @dataclass(frozen=True)
@@ -144,11 +131,12 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     backward and optimizer update) of `graph` on the device described by `profile`, under the
     software stack `software` ("default": the device class's) on a host CPU of that
     single-thread clock (None: the stack's reference host). `host_cpu`: the system's CPU
-    profile, which runs the ops an NPU cannot (None: `npu.DEFAULT_HOST` stands in).
+    profile, which runs the ops an NPU cannot (None: its record's `host_fallback` stands in).
     `measured`: per-op measurements of the executed kernels (`accelsim.kernels.measure`),
     applied by `accelsim.devices.sparsity` (zero gating, 2:4 sparsity) and reported per layer."""
     stack, software_note = resolve_software(software, profile.device_class,
                                             host_single_thread_hz)
+    record = registry.get(profile.device_class)
     if batch < 1:
         raise AccelsimError(f"batch size must be at least 1, not {batch}")
     why_not = cannot_train(profile) if mode == "train" else None
@@ -158,24 +146,21 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
               "precision": precision, "mode": mode, "software": software, "optimizer": optimizer}
     check_graph(graph, inputs)
     work = work_table(graph, batch, precision, mode, optimizer)
-    fallback = {"host": host_cpu} if host_cpu is not None and profile.device_class == "npu" \
-        else {}
-    if profile.device_class == "fpga":
-        fallback["batch"] = batch  # a DPU core fetches the weights once per run of its images
-    costs = class_model(profile.device_class)(profile, work, gemms_for(graph, batch),
-                                              hardware_key(precision), stack, **fallback)
+    gemms = gemms_for(graph, batch)
+    host = record.host_for(host_cpu)
+    costs = record.cost(profile, work, gemms, hardware_key(precision), stack, batch=batch,
+                        host=host)
     if measured is not None:
         from accelsim.devices.sparsity import with_measured_sparsity
 
         costs = with_measured_sparsity(profile, work, costs, hardware_key(
             compute_precision(profile, precision)[0]), measured)
-    if profile.device_class != "null":  # NB: the null device's costs are fixed by construction
+    if record.step_overhead:
         costs = with_step_overhead(costs, stack)
-    tdp_w, static_w = power_limits_w(profile)
+    tdp_w, static_w = record.power_limits(profile)
     layers = finish(work, costs, tdp_w, static_w, voltage_floor(profile))
-    check_estimate(layers, profile, hardware_key(precision), tdp_w, static_w, inputs,
-                   fallback.get("host"))
-    cap = capacity_bytes(profile)
+    check_estimate(layers, profile, hardware_key(precision), tdp_w, static_w, inputs, host)
+    cap = record.capacity_bytes(profile)
     need = memory_need(graph, batch, precision, mode, optimizer)
     memory = need.check(cap if cap is not None else float("inf"))
     if cap is None:
@@ -184,19 +169,12 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     used, precision_note = compute_precision(profile, precision)
     unsupported = unsupported_ops(graph)
     notes = [n for n in (precision_note, software_note) if n]
-    if fallback == {} and "unit" in layers and (layers["unit"] == "host").any():
-        from accelsim.devices.npu import DEFAULT_HOST
-
-        notes.append(f"ops the NPU cannot run ran on the stand-in host CPU '{DEFAULT_HOST}' "
-                     "(no host CPU profile: the system's CPU is defined inline or not given)")
-    srams = getattr(profile, "operand_srams", None)
-    if srams is not None:  # SCALE-Sim's SRAM model
-        from accelsim.devices.mapping import row_gemms
-        from accelsim.devices.systolic_memory import address_free_note
-
-        note = address_free_note(work, row_gemms(work, gemms_for(graph, batch)), srams)
-        if note:
-            notes.append(note)
+    if host_cpu is None and "unit" in layers and (layers["unit"] == "host").any():
+        notes.append(f"ops the {profile.device_class.upper()} cannot run ran on the stand-in "
+                     f"host CPU '{record.host_fallback}' (no host CPU profile: the system's CPU "
+                     "is defined inline or not given)")
+    if record.notes is not None:
+        notes.extend(record.notes(profile, work, gemms))
     if unsupported:
         notes.append(f"{len(unsupported)} op kinds have no cost formula and are not costed: "
                      f"{', '.join(unsupported)}")

@@ -29,7 +29,7 @@ order, energy parts, power).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from accelsim.devices import registry
 from accelsim.devices.core import kernel_groups
 from accelsim.errors import AccelsimError
 from accelsim.workload.graph import Graph
@@ -64,94 +65,19 @@ def fail(check: str, context: Mapping[str, Any], detail: str) -> InvariantError:
 # ---- peaks of the units, from the profile ------------------------------------------------
 
 
-def _gpu_peaks(profile: Any, precision: str) -> tuple[float, float]:
-    from accelsim.devices import gpu
-
-    return gpu.matmul_path(profile, precision)[1], gpu.vector_peak_flops_per_s(profile, precision)
-
-
-def _tf32_rows_peak(r: _Rows, profile: Any, precision: str, peak: np.ndarray) -> np.ndarray:
-    """Per row, the matrix-path `peak`, raised to the tf32 tensor-core peak on the fp32 GPU
-    rows a stack ran on tensor cores (`gpu.tf32_rows`: their `unit` says so)."""
-    if profile.device_class != "gpu" or precision != "fp32" or "unit" not in r.layers:
-        return peak
-    tf32 = profile.compute.matrix_peak_flops_per_s.get("tf32")
-    if tf32 is None:
-        return peak
-    on_tf32 = r.matmul & (r.layers["unit"] == "tensor_core").to_numpy()
-    return np.where(on_tf32, np.maximum(peak, float(tf32)), peak)
-
-
-def _cpu_peaks(profile: Any, precision: str) -> tuple[float, float]:
-    from accelsim.devices import cpu
-
-    return cpu.matmul_path(profile, precision)[1], cpu.vector_peak_flops_per_s(profile, precision)
-
-
-def _tpu_peaks(profile: Any, precision: str) -> tuple[float, float]:
-    from accelsim.devices import systolic
-
-    run = systolic.mxu_precision(profile, precision)
-    c = profile.compute
-    # The model times GEMMs from the arrays' geometry and clock; the listed peak is that figure
-    # rounded (the loader holds them within 1 %), so the geometry is the unit's true ceiling.
-    geometry = 2.0 * c.mxu_rows * c.mxu_cols * c.mxu_count * c.clock_hz
-    return (max(c.matrix_peak_flops_per_s[run], geometry), systolic.vector_ops_per_s(profile, run))
-
-
-def _fpga_peaks(profile: Any, precision: str) -> tuple[float, float]:
-    from accelsim.devices import fpga
-
-    ov = profile.compute.overlay
-    if ov is not None and precision == "int8":
-        return (ov.peak_int8_ops_per_s,
-                ov.engines * ov.pixel_parallelism * ov.output_channel_parallelism * ov.clock_hz)
-    macs_per_s = fpga.dsp_macs_per_s(profile, fpga.dsp_width(profile, precision))
-    return 2.0 * macs_per_s, macs_per_s
-
-
-def _npu_peaks(profile: Any, precision: str) -> tuple[float, float]:
-    from accelsim.devices import npu
-
-    _, mac_per_s = npu.matmul_rate(profile, precision)
-    return 2.0 * mac_per_s, npu.vector_rate(profile, precision, mac_per_s)
-
-
-_PEAKS: dict[str, Callable[[Any, str], tuple[float, float]]] = {
-    "gpu": _gpu_peaks, "cpu": _cpu_peaks, "tpu": _tpu_peaks, "fpga": _fpga_peaks,
-    "npu": _npu_peaks,
-}
-
-
 def unit_peaks(profile: Any, precision: str) -> tuple[float, float]:
-    """(matrix-path, vector-path) peak FLOP/s (OP/s for int8) of a device at `precision`: the
-    profile's published peaks, or where it publishes none the rate its class model derives
-    from published counts (an NB there). inf for the null device."""
-    peaks = _PEAKS.get(profile.device_class)
-    return (math.inf, math.inf) if peaks is None else peaks(profile, precision)
+    """(matrix-path, vector-path) peak FLOP/s (OP/s for int8) of a device at `precision`: its
+    class's peaks (`accelsim.devices.registry.peaks`; inf for the null device)."""
+    return registry.peaks(profile, precision)
 
 
-def host_peak_flops_per_s(precision: str, host: Any = None) -> float:
-    """The largest peak at `precision` (fp32 where it rejects it) of the host CPU that ran an
-    NPU's fallback rows, FLOP/s: `host` (the system's CPU profile), else the stand-in host
-    `npu.host_profile()` runs them on."""
-    if host is None:
-        return _stand_in_host_peak_flops_per_s(precision)
+def host_peak_flops_per_s(precision: str, host: Any) -> float:
+    """The largest peak at `precision` (fp32 where it rejects it) of the host CPU that ran a
+    device's fallback rows (an NPU's), FLOP/s."""
     try:
-        return max(_cpu_peaks(host, precision))
+        return max(unit_peaks(host, precision))
     except AccelsimError:
-        return max(_cpu_peaks(host, "fp32"))
-
-
-@lru_cache(maxsize=16)
-def _stand_in_host_peak_flops_per_s(precision: str) -> float:
-    from accelsim.devices import npu
-
-    host = npu.host_profile()
-    try:
-        return max(_cpu_peaks(host, precision))
-    except AccelsimError:
-        return max(_cpu_peaks(host, "fp32"))
+        return max(unit_peaks(host, "fp32"))
 
 
 # ---- per estimate ------------------------------------------------------------------------
@@ -213,13 +139,19 @@ def _check_finite(r: _Rows, context: Mapping[str, Any]) -> None:
 
 def _check_peaks(r: _Rows, profile: Any, precision: str, context: Mapping[str, Any],
                  host: Any = None) -> None:
-    matrix_peak, vector_peak = unit_peaks(profile, precision)
+    record = registry.get(profile.device_class)
+    matrix_peak, vector_peak = record.peaks(profile, precision)
     flops = r.col["flops"]
     kernel_s = r.per_kernel(r.col["time_s"])
     fused_flops = r.per_kernel(np.where(r.root, 0.0, flops))
-    row_matrix = _tf32_rows_peak(r, profile, precision, np.full(len(flops), matrix_peak))
+    row_matrix = np.full(len(flops), matrix_peak)
+    if record.row_matrix_peaks is not None:  # rows on other matrix units (a GPU's tf32 rows)
+        row_matrix = record.row_matrix_peaks(profile, r.layers, precision, r.matmul, row_matrix)
     own_peak = np.where(r.matmul, np.maximum(row_matrix, vector_peak), vector_peak)
     if r.host.any():
+        if host is None:
+            raise fail("peak", context, f"{r.where(_first(r.host))}: a host row without the "
+                       "host CPU profile that ran it")
         own_peak = np.where(r.host, host_peak_flops_per_s(precision, host), own_peak)
     on_vector = (~r.matmul | (row_matrix <= vector_peak)) & ~r.host
     vector = np.full(len(flops), vector_peak)
@@ -276,21 +208,16 @@ def _check_offchip_bytes(r: _Rows, context: Mapping[str, Any]) -> None:
                    f"fewer than its operands once, {compulsory[i]:.6g} bytes")
 
 
-def has_offchip_memory(profile: Any) -> bool:
-    """Whether operands live in device DRAM (False: an NPU streaming from its host)."""
-    return profile.device_class == "null" or profile.offchip_memory is not None
-
-
 def check_estimate(layers: pd.DataFrame, profile: Any, precision: str, tdp_w: float,
                    static_w: float, context: Mapping[str, Any], host: Any = None) -> None:
     """Every per-row invariant of an estimate's `layers` (`core.finish`'s output) on `profile`
     at hardware precision `precision`; `context` names the inputs for the message. `host`:
-    the CPU profile that ran an NPU's fallback rows (None: the stand-in host)."""
+    the CPU profile that ran an NPU's fallback rows (`registry.DeviceClass.host_for`)."""
     rows = _rows(layers)
     _check_finite(rows, context)
     _check_peaks(rows, profile, precision, context, host)
     _check_power(rows, tdp_w, static_w, context)
-    if has_offchip_memory(profile):
+    if registry.get(profile.device_class).has_offchip_memory(profile):
         _check_offchip_bytes(rows, context)
 
 

@@ -3,7 +3,9 @@ pipeline, results, reports) can be tested against closed forms without a hardwar
 
     NullProfile(op_time_s=1e-3)  # every forward op row takes 1 ms, whatever its size
 
-Backward rows take `backward_factor` x that, the optimizer row `op_time_s`.
+Backward rows take `backward_factor` x that, the optimizer row `op_time_s`. The class has no
+profile files (no schema rules), no peaks (its costs are fixed by construction) and no step
+overhead; its record's limits are the `NullProfile`'s own.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.core import device_model
+from accelsim.devices.registry import DeviceClass, register, unbounded_peaks
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,6 @@ class NullProfile:
     static_w: float = 0.0
 
 
-@device_model("null")
 def null_costs(profile: NullProfile, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
                software: str) -> pd.DataFrame:
     factor = np.where(work["phase"] == "backward", profile.backward_factor, 1.0)
@@ -42,3 +43,10 @@ def null_costs(profile: NullProfile, work: pd.DataFrame, gemms: pd.DataFrame, pr
         "onchip_bytes": np.zeros(n),
         "cycles": np.full(n, np.nan),
     }, index=work.index)
+
+
+NULL = register(DeviceClass(
+    name="null", model=null_costs, peaks=unbounded_peaks, schema=None,
+    default_stack="pytorch-eager", step_overhead=False,  # NB: costs fixed by construction
+    power_limits=lambda p: (p.tdp_w, p.static_w), capacity_bytes=lambda p: p.capacity_bytes,
+    has_offchip_memory=lambda p: True))

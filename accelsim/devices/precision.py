@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accelsim.devices import registry
 from accelsim.formats import get_format
 
 # FPGA DSP operand widths that carry floating-point formats (fp16 / bf16 mantissas, `fpga`).
@@ -23,12 +24,12 @@ def hardware_key(precision: str) -> str:
 
 
 def compute_precision(profile: Any, precision: str) -> tuple[str, str | None]:
-    """(format the matrix units compute in, a note when it differs from `precision`)."""
-    if getattr(profile, "device_class", None) != "tpu":
+    """(format the matrix units compute in, a note when it differs from `precision`): the
+    class record's `matrix_precision` (a TPU's MXU: bf16 for fp32 / fp16), else `precision`."""
+    record = registry.CLASSES.get(getattr(profile, "device_class", None))
+    if record is None or record.matrix_precision is None:
         return precision, None
-    from accelsim.devices.systolic import mxu_precision
-
-    used = mxu_precision(profile, hardware_key(precision))
+    used = record.matrix_precision(profile, hardware_key(precision))
     if used == hardware_key(precision):
         return precision, None
     return used, (f"{profile.name} has no {precision} matrix units: matmuls run as one {used} "

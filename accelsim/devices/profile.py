@@ -8,7 +8,8 @@
     312000000000000.0
     >>> board = load_profile("my_board.toml")       # doctest: +SKIP
 
-THE SCHEMA (a contract with the cost models; the tables are in `profile_schema.py`)
+THE SCHEMA (a contract with the cost models; the tables are in `profile_schema.py`, which class
+may or must have a key in each class's registration, `accelsim/devices/<class>/__init__.py`)
 
 Top level: `class` (one of cpu, gpu, tpu, fpga, npu), `display_name`, `vendor`, optional `notes`,
 optional `inference_only` (true for a product that cannot train, with its source), optional
@@ -94,9 +95,10 @@ from typing import Any
 
 from accelsim.datafiles import builtin_files
 from accelsim.devices.profile_schema import (
-    CLASS_FIELD,
     MATRIX_PEAKS,
     VECTOR_PEAKS,
+    class_field,
+    class_schema,
     profile_fields,
 )
 from accelsim.devices.profile_types import (
@@ -165,14 +167,16 @@ def load_all_profiles() -> dict[str, DeviceProfile]:
 def parse_profile(raw: dict[str, Any], name: str, source: str) -> DeviceProfile:
     """Validate an already-parsed TOML document and build the profile (`source` names it in
     errors). The shared core checks every key against the fields of the profile's class; the
-    cross-field rules of the [compute] table are checked here."""
-    device_class = parse_field(raw, CLASS_FIELD, source)
+    cross-field rules of the [compute] table are checked here, then the class's own
+    (`ClassSchema.check`: a TPU's peaks against its arrays)."""
+    device_class = parse_field(raw, class_field(), source)
     values, sources = parse_sourced(raw, profile_fields(device_class), source)
     sections = {section: spec_type(**values[section])
                 for section, spec_type in _SECTION_TYPES.items() if values[section] is not None}
     compute = _compute(values["compute"], raw["compute"], source)
-    if device_class == "tpu":
-        _check_systolic_peaks(compute, raw["compute"], source)
+    check = class_schema(device_class).check
+    if check is not None:
+        check(compute, raw["compute"], source)
     return DeviceProfile(
         name=name,
         device_class=device_class,
@@ -186,27 +190,6 @@ def parse_profile(raw: dict[str, Any], name: str, source: str) -> DeviceProfile:
         compute=compute,
         **sections,
     )
-
-
-# NB: listed peaks are rounded (TPU v3: 123 TFLOP/s for 2 x 128 x 128 x 4 x 940 MHz = 123.2).
-SYSTOLIC_PEAK_TOLERANCE = 0.01
-
-
-def _check_systolic_peaks(c: ComputeSpec, raw: dict[str, Any], source: str) -> None:
-    """A TPU's dense matrix peaks must agree with its arrays: 2 FLOPs per MAC, rows x cols MACs
-    per cycle per array, `mxu_count` arrays, at `clock`. The systolic model times GEMMs from
-    that geometry, so a peak that disagrees would be ignored without a word."""
-    if None in (c.mxu_rows, c.mxu_cols, c.mxu_count, c.clock_hz):
-        return
-    geometry = 2.0 * c.mxu_rows * c.mxu_cols * c.mxu_count * c.clock_hz
-    for key, value in raw.get("matrix", {}).items():
-        precision, mode = MATRIX_PEAKS[key]
-        peak = c.matrix_peak_flops_per_s.get(precision) if mode == "dense" else None
-        if peak is not None and abs(peak - geometry) > SYSTOLIC_PEAK_TOLERANCE * geometry:
-            raise ConfigError(source, f"compute.matrix.{key}", value,
-                              f"disagrees with 2 x mxu_rows x mxu_cols x mxu_count x clock = "
-                              f"{geometry / 1e12:.4g} T/s, from which the systolic model times "
-                              "GEMMs")
 
 
 def _compute(values: dict[str, Any], raw: dict[str, Any], source: str) -> ComputeSpec:

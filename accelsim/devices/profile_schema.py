@@ -1,22 +1,32 @@
 """Device-profile schema: which key, in which unit, for which device class.
 
 The contract these tables encode is documented in `accelsim.devices.profile`. Only what is
-device-specific lives here: the per-class allowed / required sets, the unit suffixes a key may
-take (`clock_mhz` or `clock_ghz` -> `clock_hz`) and the peak-throughput tables.
-`profile_fields(device_class)` turns them into the `accelsim.schema.Field`s that the shared core
-checks (types, bounds, unknown and missing keys, the `[sources]` table).
+device-specific lives here: every key a profile may have, the unit suffixes a key may take
+(`clock_mhz` or `clock_ghz` -> `clock_hz`) and the peak-throughput tables. Which class may or
+must have a key is not written here: each device class declares it (a `ClassSchema`, its
+profile-schema rules) when it registers (`accelsim.devices.registry`, which calls
+`register_class_schema`), and `profile_fields(device_class)` assembles the tables and the
+registered rules into the `accelsim.schema.Field`s that the shared core checks (types, bounds,
+unknown and missing keys, the `[sources]` table).
+
+A key is shared (any class may have it: optional, or with `required=True` required in every
+class) or, with `only=True`, a class key that only the classes declaring it may have. A class
+lists in its `ClassSchema` the class keys it may have (`may`) and the keys it must have
+(`must`: class keys, or shared ones it requires), as dotted paths ("compute.sm_count",
+"host_link" for a whole table; the keys of `[secondary_memory]` follow `offchip_memory.*`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from accelsim.physical import BANDWIDTH, BYTES, FLOP_RATE, FREQUENCY, POWER
 from accelsim.schema import Field, count, flag, positive, text, texts
 from accelsim.workload.ops import OpKind
 
-DEVICE_CLASSES = ("cpu", "gpu", "tpu", "fpga", "npu")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 INTEGER_PRECISIONS = frozenset({"int8"})
 MEMORY_TECHNOLOGIES = (
@@ -50,32 +60,104 @@ SI_SUFFIX = {"bytes": "_bytes", "bytes_per_s": "_bytes_per_s", "hz": "_hz", "w":
 # The physical range of each dimension (`accelsim.physical`).
 SPANS = {"bytes": BYTES, "bytes_per_s": BANDWIDTH, "hz": FREQUENCY, "w": POWER}
 
-_ALL = frozenset(DEVICE_CLASSES)
-_NONE: frozenset[str] = frozenset()
 
 
-def _rejected(what: str, device_class: str, allowed: frozenset[str]) -> str | None:
-    """Why a key of another device class is refused; None when `device_class` may have it."""
-    if device_class in allowed:
-        return None
-    return f"not a {what} of class '{device_class}' (only {', '.join(sorted(allowed))})"
+@dataclass(frozen=True)
+class ClassSchema:
+    """The profile-schema rules of one device class: the class keys it may have (`may`), the
+    keys it must have (`must`), as dotted paths (module docstring), and an optional
+    cross-field `check(compute, raw_compute, source)` of its parsed `[compute]` table (a
+    `ComputeSpec`, the table as written, the file), raising ConfigError.
+
+        ClassSchema.of(may="compute.cuda_cores peer_link", must="compute.sm_count host_link")
+    """
+
+    may: frozenset[str] = frozenset()
+    must: frozenset[str] = frozenset()
+    check: Callable[[Any, Mapping[str, Any], str], None] | None = None
+
+    @classmethod
+    def of(cls, may: str = "", must: str = "",
+           check: Callable[[Any, Mapping[str, Any], str], None] | None = None) -> ClassSchema:
+        """Rules from space-separated paths."""
+        return cls(frozenset(may.split()), frozenset(must.split()), check)
+
+
+# device class -> its rules, in registration order (filled by `accelsim.devices.registry`)
+_CLASS_SCHEMAS: dict[str, ClassSchema] = {}
+_BUILTINS_LOADED = False
+
+
+def load_builtin_classes() -> None:
+    """Register the built-in device classes once (plug-in loading: importing
+    `accelsim.devices` imports its class folders, each registering itself)."""
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        import accelsim.devices  # noqa: F401 - the one sanctioned upward import: plug-ins
+
+
+def register_class_schema(device_class: str, schema: ClassSchema | None) -> None:
+    """Make `device_class` a profile class with these rules (`accelsim.devices.registry`
+    calls it; ValueError naming a path no table has); None forgets it (a test's toy class)."""
+    if schema is None:
+        _CLASS_SCHEMAS.pop(device_class, None)
+    else:
+        unknown = sorted((schema.may | schema.must) - _paths())
+        if unknown:
+            raise ValueError(f"class '{device_class}': no profile key {', '.join(unknown)}")
+        _CLASS_SCHEMAS[device_class] = schema
+    profile_fields.cache_clear()
+
+
+def device_classes() -> tuple[str, ...]:
+    """The classes a profile's `class` may name, in registration order."""
+    load_builtin_classes()
+    return tuple(_CLASS_SCHEMAS)
+
+
+def class_schema(device_class: str) -> ClassSchema:
+    """The rules of a registered profile class (KeyError otherwise)."""
+    if device_class not in _CLASS_SCHEMAS:
+        load_builtin_classes()
+    return _CLASS_SCHEMAS[device_class]
+
+
+def class_field() -> Field:
+    """The top-level `class` key: one of the registered classes."""
+    return text("class", device_classes())
+
+
+def _rule(path: str, only: bool, required: bool, device_class: str, what: str
+          ) -> dict[str, Any]:
+    """`required` and `rejected` of the key (or table) `path` in a profile of `device_class`:
+    a shared key is allowed everywhere, a class key only where a class declares it."""
+    classes = device_classes()
+    declared = {c for c, s in _CLASS_SCHEMAS.items() if path in s.may | s.must}
+    allowed = declared if only else set(classes)
+    if device_class not in allowed:
+        return {"required": False, "rejected": f"not a {what} of class '{device_class}' "
+                f"(only {', '.join(sorted(allowed))})"}
+    must = path in _CLASS_SCHEMAS[device_class].must if device_class in _CLASS_SCHEMAS else False
+    return {"required": required or must, "rejected": None}
 
 
 @dataclass(frozen=True)
 class FieldSpec:
     """One profile key. `kind` is a dimension in UNITS, or "count", "str", "str_list",
-    "bool"."""
+    "bool"; `only`: a class key (module docstring); `required`: required in every class that
+    may have it."""
 
     kind: str
-    allowed: frozenset[str] = _ALL
-    required: frozenset[str] = _NONE
+    only: bool = False
+    required: bool = False
     choices: tuple[str, ...] = ()
 
-    def field(self, base: str, device_class: str) -> Field:
-        """The key `base` as the schema core checks it in a profile of `device_class`: a
-        dimensioned key is written `<base>_<unit>` and stored as `<base><SI suffix>`."""
-        kw = {"required": device_class in self.required,
-              "rejected": _rejected("field", device_class, self.allowed)}
+    def field(self, base: str, device_class: str, path: str) -> Field:
+        """The key `base` (dotted `path`) as the schema core checks it in a profile of
+        `device_class`: a dimensioned key is written `<base>_<unit>` and stored as
+        `<base><SI suffix>`."""
+        kw = _rule(path, self.only, self.required, device_class, "field")
         if self.kind == "str":
             return text(base, self.choices, **kw)
         if self.kind == "str_list":
@@ -89,17 +171,15 @@ class FieldSpec:
                         si_type=int if self.kind == "bytes" else float, **kw)
 
 
-def _f(kind: str, allowed: str = "", required: str = "",
+def _f(kind: str, only: bool = False, required: bool = False,
        choices: tuple[str, ...] = ()) -> FieldSpec:
-    allowed_set = frozenset(allowed.split()) if allowed else _ALL
-    required_set = _ALL & allowed_set if required == "*" else frozenset(required.split())
-    return FieldSpec(kind, allowed_set, required_set, choices)
+    return FieldSpec(kind, only, required, choices)
 
 
-CLASS_FIELD = text("class", DEVICE_CLASSES)
+_C = True  # `only`: a class key, allowed where a class declares it
 TOP_LEVEL = {
-    "display_name": _f("str", required="*"),
-    "vendor": _f("str", required="*"),
+    "display_name": _f("str", required=True),
+    "vendor": _f("str", required=True),
     "notes": _f("str"),
     # A product sold for inference only (no training support in its toolchain), sourced.
     "inference_only": _f("bool"),
@@ -107,95 +187,103 @@ TOP_LEVEL = {
     "process_node_nm": _f("count"),
 }
 COMPUTE = {
-    "clock": _f("hz", required="gpu tpu fpga cpu"),
-    "base_clock": _f("hz", "gpu cpu"),
-    "max_turbo_clock": _f("hz", "cpu"),
-    "all_core_turbo_clock": _f("hz", "cpu"),
+    "clock": _f("hz"),
+    "base_clock": _f("hz", _C),
+    "max_turbo_clock": _f("hz", _C),
+    "all_core_turbo_clock": _f("hz", _C),
     # Single-thread speed as an Ice Lake (Sunny Cove) clock: max turbo x IPC relative to it.
-    "single_thread_equiv_clock": _f("hz", "cpu"),
-    "sm_count": _f("count", "gpu npu", "gpu"),
-    "cuda_cores": _f("count", "gpu npu"),
-    "tensor_cores": _f("count", "gpu npu"),
-    "cores": _f("count", "cpu tpu", "cpu"),
-    "threads": _f("count", "cpu"),
-    "sockets": _f("count", "cpu", "cpu"),
-    "simd_width_bits": _f("count", "cpu", "cpu"),
-    "fma_units_per_core": _f("count", "cpu", "cpu"),
-    "mxu_rows": _f("count", "tpu npu", "tpu"),
-    "mxu_cols": _f("count", "tpu npu", "tpu"),
-    "mxu_count": _f("count", "tpu npu", "tpu"),
-    "dataflow": _f("str", "tpu npu", choices=("ws", "os", "is")),
-    "dsp_slices": _f("count", "fpga", "fpga"),
-    "luts": _f("count", "fpga"),
-    "slr_count": _f("count", "fpga"),
-    "mac_count": _f("count", "npu"),
-    "supported_ops": _f("str_list", "npu", choices=OP_KINDS),
+    "single_thread_equiv_clock": _f("hz", _C),
+    "sm_count": _f("count", _C),
+    "cuda_cores": _f("count", _C),
+    "tensor_cores": _f("count", _C),
+    "cores": _f("count", _C),
+    "threads": _f("count", _C),
+    "sockets": _f("count", _C),
+    "simd_width_bits": _f("count", _C),
+    "fma_units_per_core": _f("count", _C),
+    "mxu_rows": _f("count", _C),
+    "mxu_cols": _f("count", _C),
+    "mxu_count": _f("count", _C),
+    "dataflow": _f("str", _C, choices=("ws", "os", "is")),
+    "dsp_slices": _f("count", _C),
+    "luts": _f("count", _C),
+    "slr_count": _f("count", _C),
+    "mac_count": _f("count", _C),
+    "supported_ops": _f("str_list", _C, choices=OP_KINDS),
     # The MAC units skip (clock-gate) a multiply with a zero operand: energy, not time.
     "zero_operand_gating": _f("bool"),
 }
-# Sub-tables of [compute]: name -> (classes allowed, classes required).
+# Sub-tables of [compute]: name -> (only, required) as for a key.
 COMPUTE_SUBTABLES = {
-    "matrix": (_ALL, _NONE),
-    "vector": (_ALL, _NONE),
-    "macs_per_dsp": (frozenset({"fpga"}), frozenset({"fpga"})),
-    "overlay": (frozenset({"fpga"}), frozenset({"fpga"})),
+    "matrix": (False, False),
+    "vector": (False, False),
+    "macs_per_dsp": (_C, False),
+    "overlay": (_C, False),
 }
 OVERLAY = {
-    "name": _f("str", required="*"),
-    "cores": _f("count", required="*"),
-    "pixel_parallelism": _f("count", required="*"),
-    "input_channel_parallelism": _f("count", required="*"),
-    "output_channel_parallelism": _f("count", required="*"),
-    "clock": _f("hz", required="*"),
+    "name": _f("str", required=True),
+    "cores": _f("count", required=True),
+    "pixel_parallelism": _f("count", required=True),
+    "input_channel_parallelism": _f("count", required=True),
+    "output_channel_parallelism": _f("count", required=True),
+    "clock": _f("hz", required=True),
     "images_per_core": _f("count"),  # optional: batch engines sharing a core's weight fetch
 }
 ONCHIP_MEMORY = {
-    "l2_cache": _f("bytes", "gpu npu", "gpu"),
-    "l3_cache": _f("bytes", "gpu cpu"),  # optional: a Cortex-A72 has none
-    "shared_mem_per_sm": _f("bytes", "gpu npu"),
-    "register_file_per_sm": _f("bytes", "gpu npu"),
-    "unified_buffer": _f("bytes", "tpu"),
-    "accumulator": _f("bytes", "tpu"),
-    "vmem": _f("bytes", "tpu"),
-    "unified_buffer_bandwidth": _f("bytes_per_s", "tpu"),
-    "bram": _f("bytes", "fpga", "fpga"),
-    "uram": _f("bytes", "fpga"),  # optional: a ZU9EG has none
-    "sram": _f("bytes", "npu"),
+    "l2_cache": _f("bytes", _C),
+    "l3_cache": _f("bytes", _C),  # optional: a Cortex-A72 has none
+    "shared_mem_per_sm": _f("bytes", _C),
+    "register_file_per_sm": _f("bytes", _C),
+    "unified_buffer": _f("bytes", _C),
+    "accumulator": _f("bytes", _C),
+    "vmem": _f("bytes", _C),
+    "unified_buffer_bandwidth": _f("bytes_per_s", _C),
+    "bram": _f("bytes", _C),
+    "uram": _f("bytes", _C),  # optional: a ZU9EG has none
+    "sram": _f("bytes", _C),
 }
 OFFCHIP_MEMORY = {
-    "technology": _f("str", required="*", choices=MEMORY_TECHNOLOGIES),
-    "capacity": _f("bytes", required="gpu tpu fpga npu"),
-    "bandwidth": _f("bytes_per_s", required="*"),
+    "technology": _f("str", required=True, choices=MEMORY_TECHNOLOGIES),
+    "capacity": _f("bytes"),
+    "bandwidth": _f("bytes_per_s", required=True),
     "bus_width_bits": _f("count"),
     "channels": _f("count"),
 }
 HOST_LINK = {
-    "kind": _f("str", required="*", choices=HOST_LINK_KINDS),
-    "bandwidth": _f("bytes_per_s", required="*"),
+    "kind": _f("str", required=True, choices=HOST_LINK_KINDS),
+    "bandwidth": _f("bytes_per_s", required=True),
 }
 PEER_LINK = {
-    "kind": _f("str", required="*", choices=PEER_LINK_KINDS),
+    "kind": _f("str", required=True, choices=PEER_LINK_KINDS),
     "links": _f("count"),
-    "per_link_bandwidth": _f("bytes_per_s", required="*"),
+    "per_link_bandwidth": _f("bytes_per_s", required=True),
 }
 POWER = {
-    "tdp": _f("w", required="*"),
+    "tdp": _f("w", required=True),
     "idle": _f("w"),
     "min": _f("w"),
     "measured_min": _f("w"),
     "measured_mean": _f("w"),
     "measured_max": _f("w"),
 }
-# Top-level tables: name -> (field spec, classes allowed, classes required).
-SECTIONS: dict[str, tuple[dict[str, FieldSpec], frozenset[str], frozenset[str]]] = {
-    "compute": (COMPUTE, _ALL, _ALL),
-    "onchip_memory": (ONCHIP_MEMORY, _ALL, _ALL),
-    "offchip_memory": (OFFCHIP_MEMORY, _ALL, _ALL - {"npu"}),
-    "secondary_memory": (OFFCHIP_MEMORY, _ALL, _NONE),
-    "host_link": (HOST_LINK, _ALL - {"cpu"}, _ALL - {"cpu"}),
-    "peer_link": (PEER_LINK, frozenset({"gpu", "tpu"}), _NONE),
-    "power": (POWER, _ALL, _ALL),
+# Top-level tables: name -> (field spec, the path prefix of its keys, only, required).
+SECTIONS: dict[str, tuple[dict[str, FieldSpec], str, bool, bool]] = {
+    "compute": (COMPUTE, "compute", False, True),
+    "onchip_memory": (ONCHIP_MEMORY, "onchip_memory", False, True),
+    "offchip_memory": (OFFCHIP_MEMORY, "offchip_memory", False, False),
+    "secondary_memory": (OFFCHIP_MEMORY, "offchip_memory", False, False),
+    "host_link": (HOST_LINK, "host_link", _C, False),
+    "peer_link": (PEER_LINK, "peer_link", _C, False),
+    "power": (POWER, "power", False, True),
 }
+
+
+def _paths() -> set[str]:
+    """Every dotted path a class's rules may name."""
+    tables = {"": TOP_LEVEL, "compute.overlay": OVERLAY,
+              **{prefix: spec for spec, prefix, _, _ in SECTIONS.values()}}
+    keys = {f"{prefix}.{base}".lstrip(".") for prefix, spec in tables.items() for base in spec}
+    return keys | set(SECTIONS) | {f"compute.{name}" for name in COMPUTE_SUBTABLES}
 
 
 def peak_key(precision: str, mode: str | None = None) -> str:
@@ -209,31 +297,32 @@ MATRIX_PEAKS = {peak_key(p, m): (p, m) for p in PRECISIONS for m in PEAK_MODES}
 VECTOR_PEAKS = {peak_key(p): (p, "dense") for p in PRECISIONS}
 
 
-def _table(name: str, sub: tuple[Field, ...], device_class: str, allowed: frozenset[str],
-           required: frozenset[str]) -> Field:
-    return Field(name, dict, sub=sub, required=device_class in required,
-                 rejected=_rejected("table", device_class, allowed))
+def _table(name: str, path: str, sub: tuple[Field, ...], device_class: str, only: bool,
+           required: bool) -> Field:
+    return Field(name, dict, sub=sub, **_rule(path, only, required, device_class, "table"))
 
 
-def _fields(spec: dict[str, FieldSpec], device_class: str) -> tuple[Field, ...]:
-    return tuple(s.field(base, device_class) for base, s in spec.items())
+def _fields(spec: dict[str, FieldSpec], prefix: str, device_class: str) -> tuple[Field, ...]:
+    return tuple(s.field(base, device_class, f"{prefix}.{base}".lstrip("."))
+                 for base, s in spec.items())
 
 
 @cache
 def profile_fields(device_class: str) -> tuple[Field, ...]:
     """Every key a profile of `device_class` may have, for `accelsim.schema.parse_profile`;
-    keys of other classes are declared `rejected`, so that the error says why."""
+    keys of other classes are declared `rejected`, so that the error says why. Assembled from
+    the tables above and the classes' registered rules (cleared when a class registers)."""
     peaks = {"matrix": MATRIX_PEAKS, "vector": VECTOR_PEAKS}
     subs = {
         **{name: tuple(positive(key, TERA, required=False, span=FLOP_RATE) for key in table)
            for name, table in peaks.items()},
         "macs_per_dsp": tuple(count(width, required=False) for width in DSP_OPERAND_WIDTHS),
-        "overlay": _fields(OVERLAY, device_class),
+        "overlay": _fields(OVERLAY, "compute.overlay", device_class),
     }
-    compute = (*_fields(COMPUTE, device_class),
-               *(_table(name, subs[name], device_class, *sets)
-                 for name, sets in COMPUTE_SUBTABLES.items()))
-    sections = (_table(name, compute if name == "compute" else _fields(spec, device_class),
-                       device_class, allowed, required)
-                for name, (spec, allowed, required) in SECTIONS.items())
-    return (CLASS_FIELD, *_fields(TOP_LEVEL, device_class), *sections)
+    compute = (*_fields(COMPUTE, "compute", device_class),
+               *(_table(name, f"compute.{name}", subs[name], device_class, *rule)
+                 for name, rule in COMPUTE_SUBTABLES.items()))
+    sections = (_table(name, name, compute if name == "compute" else
+                       _fields(spec, prefix, device_class), device_class, only, required)
+                for name, (spec, prefix, only, required) in SECTIONS.items())
+    return (class_field(), *_fields(TOP_LEVEL, "", device_class), *sections)

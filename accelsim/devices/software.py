@@ -12,8 +12,9 @@ efficiencies. Every number has a `[sources]` entry (a fitted one names its fit s
 Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys and sources):
 
     description            str   one line
-    classes                [str] device classes it runs on (gpu cpu tpu fpga npu null)
-    default_for            [str] optional: classes that run it when no stack is asked for
+    classes                [str] device classes it runs on (registered: gpu cpu tpu fpga npu null)
+    default_for            [str] optional: classes that run it when no stack is asked for (as
+                           each class's registration says)
     aliases                [str] optional: older names that select it ("eager", "compiled")
     [host] per_step_us     >= 0  host time per step / batch, serial with the device
            per_request_us  >= 0  optional: a server's time per request (triton)
@@ -47,7 +48,7 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
                            stack: `accelsim calibrate`)
     [cpu_tiling] micro_tile_m, micro_tile_n   optional, CPU only: the register micro-tile of
                            the stack's GEMM kernels (rows along M, columns along N), replacing
-                           the class's `assumed.micro_tile` (accelsim.devices.cpu_blas)
+                           the class's `assumed.micro_tile` (accelsim.devices.cpu.blas)
     [llm]                  optional, for decoders (`accelsim.llm`): kv_block_tokens (int >= 1,
                            tokens per paged KV-cache block), max_running_sequences (int >= 1,
                            a server's default largest running batch), memory_reserve_fraction
@@ -56,11 +57,11 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
     [allocator] fresh_page_us > 0, page_bytes int, mmap_threshold_kib int   optional, CPU
                            only: the C allocator under the stack's kernels (a measured stack):
                            per-call temporaries at or above the mmap threshold are fresh
-                           pages, each faulted in at `fresh_page_us` (accelsim.devices.cpu_alloc)
+                           pages, each faulted in at `fresh_page_us` (accelsim.devices.cpu.alloc)
     [cpu_passes.<pass>] working_set_bytes [> 0, increasing], ns_per_element [> 0]   optional,
                            CPU only: measured time per element of numpy's per-call element
                            passes (cast_fp16, cast_bf16, quantize_int8, gemv_fp32) by working
-                           set, interpolated log-log (accelsim.devices.cpu_passes); a pass with
+                           set, interpolated log-log (accelsim.devices.cpu.passes); a pass with
                            a table is priced by it, not by a `[cpu_efficiency]` figure
 
 `--software` takes a built-in name or a path to a stack file (`*.toml`).
@@ -77,8 +78,9 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.datafiles import builtin_files
-from accelsim.devices.cpu_passes import split_pass_tables
 from accelsim.devices.mapping import FUSION_GROUP_OPS
+from accelsim.devices.pass_tables import split_pass_tables
+from accelsim.devices.profile_schema import load_builtin_classes
 from accelsim.errors import ConfigError, UnknownNameError
 from accelsim.physical import DURATION, FREQUENCY, MAX_BATCH, MAX_INPUT, MAX_THREADS
 from accelsim.schema import (
@@ -95,7 +97,6 @@ from accelsim.schema import (
 )
 from accelsim.workload.ops import MATMUL_KINDS, OpKind
 
-STACK_CLASSES = ("gpu", "cpu", "tpu", "fpga", "npu", "null")
 FUSION_GROUPS = tuple(FUSION_GROUP_OPS)  # "elementwise", "normalization"
 TF32_GROUPS = ("conv", "matmul")  # `graph.fp32_on_tf32`: convolutions, other matmul-like ops
 LEGACY_NAMES = ("eager", "compiled")  # the software knob's values before stacks were data
@@ -111,46 +112,68 @@ CPU_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")  # profile keys
 # A non-matmul op kind may carry its own CPU efficiency (`relu_fp32`), before its group's.
 CPU_OP_KEYS = tuple(k.value for k in OpKind if k not in MATMUL_KINDS and k != OpKind.UNMAPPED)
 
-_PER_KERNEL = tuple(non_negative(c, US, f"{c}_s", required=False, span=DURATION)
-                    for c in STACK_CLASSES)
-FIELDS = (
-    text("description"),
-    texts("classes", STACK_CLASSES),
-    texts("default_for", STACK_CLASSES, required=False),
-    texts("aliases", LEGACY_NAMES, required=False, sourced=False),
-    Field("host", dict, sub=(
-        non_negative("per_step_us", US, "per_step_s", span=DURATION),
-        non_negative("per_request_us", US, "per_request_s", required=False, span=DURATION),
-        positive("reference_single_thread_ghz", 1e9, "reference_single_thread_hz",
-                 span=FREQUENCY),
-        Field("framework_cores_per_device", int, required=False, low=0.0, high=MAX_THREADS,
-              si_type=int),
-        Field("per_kernel_us", dict, sub=_PER_KERNEL),
-    )),
-    Field("graph", dict, sub=(
-        texts("fuses", FUSION_GROUPS, required=False, sourced=True),
-        flag("weight_casts"),
-        non_negative("layout_conversions_per_conv"),
-        texts("fp32_on_tf32", TF32_GROUPS, required=False, sourced=True),
-    )),
-    texts("efficiency_classes", STACK_CLASSES, required=False, sourced=True),
-    Field("efficiency", dict, sub=tuple(
-        Field(k, float, low=0.0, low_open=True, high=MAX_MODIFIER)
-        for k in ("tensor_core", "cuda_core", "dram_bandwidth"))),
-    Field("cpu_efficiency", dict, required=False, sub=tuple(
-        Field(f"{k}_{p}", float, required=False, low=0.0, low_open=True,
-              high=MAX_CPU_EFFICIENCY)
-        for k in (*CPU_KERNELS, *CPU_OP_KEYS) for p in CPU_PRECISIONS)),
-    Field("cpu_tiling", dict, required=False, sub=(
-        count("micro_tile_m", high=MAX_MICRO_TILE), count("micro_tile_n", high=MAX_MICRO_TILE))),
-    Field("llm", dict, required=False, sub=(
-        count("kv_block_tokens", high=MAX_INPUT, required=False),
-        count("max_running_sequences", high=MAX_BATCH, required=False),
-        Field("memory_reserve_fraction", float, required=False, low=0.0, high=1.0))),
-    Field("allocator", dict, required=False, sub=(
-        positive("fresh_page_us", US, "fresh_page_s", span=DURATION),
-        count("page_bytes"), count("mmap_threshold_kib"))),
-)
+_STACK_CLASSES: dict[str, str] = {}  # class -> default stack, filled by devices.registry
+
+
+def register_stack_class(device_class: str, default_stack: str | None) -> None:
+    """Make `device_class` a class stacks may name, running `default_stack` (a built-in stack's
+    name or a stack file's path) when none is asked for; None forgets it (a toy class)."""
+    if default_stack is None:
+        _STACK_CLASSES.pop(device_class, None)
+    else:
+        _STACK_CLASSES[device_class] = default_stack
+
+
+def stack_classes() -> tuple[str, ...]:
+    """The device classes a stack may name, in registration order."""
+    load_builtin_classes()
+    return tuple(_STACK_CLASSES)
+
+
+def stack_fields() -> tuple[Field, ...]:
+    """The schema of a stack file, for the registered classes."""
+    classes = stack_classes()
+    per_kernel = tuple(non_negative(c, US, f"{c}_s", required=False, span=DURATION)
+                       for c in classes)
+    return (
+        text("description"),
+        texts("classes", classes),
+        texts("default_for", classes, required=False),
+        texts("aliases", LEGACY_NAMES, required=False, sourced=False),
+        Field("host", dict, sub=(
+            non_negative("per_step_us", US, "per_step_s", span=DURATION),
+            non_negative("per_request_us", US, "per_request_s", required=False, span=DURATION),
+            positive("reference_single_thread_ghz", 1e9, "reference_single_thread_hz",
+                     span=FREQUENCY),
+            Field("framework_cores_per_device", int, required=False, low=0.0, high=MAX_THREADS,
+                  si_type=int),
+            Field("per_kernel_us", dict, sub=per_kernel),
+        )),
+        Field("graph", dict, sub=(
+            texts("fuses", FUSION_GROUPS, required=False, sourced=True),
+            flag("weight_casts"),
+            non_negative("layout_conversions_per_conv"),
+            texts("fp32_on_tf32", TF32_GROUPS, required=False, sourced=True),
+        )),
+        texts("efficiency_classes", classes, required=False, sourced=True),
+        Field("efficiency", dict, sub=tuple(
+            Field(k, float, low=0.0, low_open=True, high=MAX_MODIFIER)
+            for k in ("tensor_core", "cuda_core", "dram_bandwidth"))),
+        Field("cpu_efficiency", dict, required=False, sub=tuple(
+            Field(f"{k}_{p}", float, required=False, low=0.0, low_open=True,
+                  high=MAX_CPU_EFFICIENCY)
+            for k in (*CPU_KERNELS, *CPU_OP_KEYS) for p in CPU_PRECISIONS)),
+        Field("cpu_tiling", dict, required=False, sub=(
+            count("micro_tile_m", high=MAX_MICRO_TILE),
+            count("micro_tile_n", high=MAX_MICRO_TILE))),
+        Field("llm", dict, required=False, sub=(
+            count("kv_block_tokens", high=MAX_INPUT, required=False),
+            count("max_running_sequences", high=MAX_BATCH, required=False),
+            Field("memory_reserve_fraction", float, required=False, low=0.0, high=1.0))),
+        Field("allocator", dict, required=False, sub=(
+            positive("fresh_page_us", US, "fresh_page_s", span=DURATION),
+            count("page_bytes"), count("mmap_threshold_kib"))),
+    )
 
 
 @dataclass(frozen=True)
@@ -183,7 +206,7 @@ class SoftwareStack:
     memory_reserve_fraction: float | None = None
     # (fresh_page_s, page_bytes, mmap_threshold_bytes): `[allocator]`; None: no fault term
     allocator: tuple[float, int, int] | None = None
-    # `[cpu_passes]`: measured element-pass tables by pass name (`cpu_passes.PassTable`)
+    # `[cpu_passes]`: measured element-pass tables by pass name (`pass_tables.PassTable`)
     cpu_passes: dict[str, Any] = field(default_factory=dict)
 
     def figure(self, path: str, device_class: str) -> Any:
@@ -275,7 +298,7 @@ def load_stack(name_or_path: str | Path) -> SoftwareStack:
     path = find_profile(name_or_path, "software/*.toml", "software stack")
     src = str(path)
     raw, passes, pass_sources = split_pass_tables(read_toml(path), src)
-    values, sources = parse_profile(raw, FIELDS, src)
+    values, sources = parse_profile(raw, stack_fields(), src)
     page = (values.get("allocator") or {}).get("page_bytes")
     if page is not None and page & (page - 1):
         raise ConfigError(src, "allocator.page_bytes", page, "must be a power of two (a page)")
@@ -299,6 +322,10 @@ def builtin_stacks() -> dict[str, SoftwareStack]:
               for name, path in builtin_files("hw_profiles", "software/*.toml").items()}
     seen: dict[str, str] = {}
     for stack in stacks.values():
+        for c in stack.default_for:  # the data agrees with the classes' registrations
+            if _STACK_CLASSES.get(c, stack.name) != stack.name:
+                raise ConfigError(stack.source, "default_for", c, f"class '{c}' registers "
+                                  f"'{_STACK_CLASSES[c]}' as its default stack")
         for key in (*stack.aliases, *(f"default:{c}" for c in stack.default_for)):
             if key in seen or key in stacks:
                 raise ConfigError(f"hw_profiles/software/{stack.name}.toml", "aliases", key,
@@ -358,12 +385,12 @@ def check_software(name: str) -> str:
 
 
 def default_stack(device_class: str) -> SoftwareStack:
-    """The stack a device class runs when none is asked for."""
-    for stack in builtin_stacks().values():
-        if device_class in stack.default_for:
-            return stack
-    raise ConfigError("hw_profiles/software", "default_for", device_class,
-                      "no stack is the default for this device class")
+    """The stack a device class runs when none is asked for: the one it registered with."""
+    name = _STACK_CLASSES.get(device_class) if device_class in stack_classes() else None
+    if name is None:
+        raise ConfigError("hw_profiles/software", "default_for", device_class,
+                          "no stack is the default for this device class")
+    return _user_stack(name) if is_stack_file(name) else builtin_stacks()[name]
 
 
 def resolve_software(software: str | SoftwareStack, device_class: str,

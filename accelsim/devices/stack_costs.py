@@ -1,6 +1,7 @@
-"""How a software stack changes a device class model's cost rows: the ops it fuses, the layout
-transposes it adds, the efficiency modifiers it applies (capped at peak), the host's kernel-issue
-wait, and the fields a class running an ahead-of-time compiled graph refuses.
+"""How a software stack changes a device class model's cost rows: the ops it fuses, the weight
+casts (autocast) and layout transposes it adds, the efficiency modifiers it applies (capped at
+peak), the host's kernel-issue wait, and the fields a class running an ahead-of-time compiled
+graph refuses.
 
 The stack itself (schema, loading, resolving a name) is `software`.
 """
@@ -13,7 +14,9 @@ import pandas as pd
 from accelsim.devices.mapping import FUSION_GROUP_OPS, fused_rows
 from accelsim.devices.software import SoftwareStack, resolve_software
 from accelsim.errors import ConfigError
+from accelsim.formats import get_format
 from accelsim.workload.ops import OpKind
+from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
 
 def stack_fused_rows(work: pd.DataFrame, stack: SoftwareStack,
@@ -74,3 +77,14 @@ def host_issue_wait_s(stack: SoftwareStack, device_class: str, kernels: np.ndarr
     `busy_s`, as on a GPU (issue overlaps the device's work), s."""
     per_kernel_s = stack.per_kernel_s.get(device_class, 0.0) * stack.host_scale
     return np.maximum(np.asarray(kernels, float) * per_kernel_s - busy_s, 0.0)
+
+
+def amp_weight_casts(work: pd.DataFrame, precision: str, weight_casts: bool) -> np.ndarray:
+    """Cast kernels per row: a stack with `weight_casts` (autocast) below 32 bits casts each
+    fp32 master weight to the compute precision once per forward (one kernel per weighted
+    matmul row). NB: a compiled engine folds the casts into its prepared weights."""
+    if not weight_casts or get_format(precision).bytes_per_element >= MASTER_WEIGHT_BYTES:
+        return np.zeros(len(work))
+    forward = (work["phase"] == "forward").to_numpy()
+    weighted = work["matmul"].to_numpy(dtype=bool) & (work["weight_bytes"] > 0).to_numpy()
+    return (forward & weighted).astype(float)

@@ -61,7 +61,7 @@ def row_gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, width_bytes: float
     (on-chip operand loads per spent MAC) and `reread_bytes` (extra DRAM bytes,
     `mapping.refetch_bytes` on a cache of `cache_bytes` with `cache_resident_fraction` holding
     the resident operand). `useful_gemms` lets a row run other GEMMs than its op's (Winograd:
-    `gpu_gemm`) while its quantization stays relative to the op's own MAC count."""
+    `gpu.gemm`) while its quantization stays relative to the op's own MAC count."""
     n_rows = len(work)
     g = row_gemms(work, gemms)
     spent = gemm_quantization(g["m"], g["n"], g["k"], g["count"], tile_m, tile_n, units,

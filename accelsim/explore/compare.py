@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from accelsim.devices.precision import fallback_precision, hardware_key
+from accelsim.devices.registry import peaks
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.profiles.hardware import resolve_hardware
 from accelsim.results.summary import ROW_COLUMNS, error_row, flat_row
@@ -89,22 +90,11 @@ def device_roof(profile: Any, precision: str) -> dict[str, Any]:
 
 
 def _compute_ceiling(profile: Any, key: str) -> tuple[float, str]:
-    """(FLOP/s, which peak) of the fastest unit that runs format `key` in the device model."""
-    listed = [(t[key], name) for t, name in (
-        (profile.compute.matrix_peak_flops_per_s, f"{key} matrix peak"),
-        (profile.compute.vector_peak_flops_per_s, f"{key} vector peak")) if key in t]
-    if listed:
-        return max(listed)
-    if profile.device_class == "cpu":  # unlisted formats run at the fp32 vector peak
-        from accelsim.devices.cpu import vector_peak_flops_per_s
-
-        return vector_peak_flops_per_s(profile, key), f"{key} on the fp32 vector peak"
-    if profile.device_class == "fpga":  # fp16 / bf16 / fp8 on the DSP fabric
-        from accelsim.devices.fpga import dsp_macs_per_s, dsp_width
-
-        return 2.0 * dsp_macs_per_s(profile, dsp_width(profile, key)), f"{key} DSP fabric peak"
-    raise AccelsimError(f"{profile.name}: the profile lists no peak for {key}, so its "
-                        "roofline cannot be drawn")
+    """(FLOP/s, which path) of the fastest unit that runs format `key` in the device model:
+    the larger of its class's two peaks (`accelsim.devices.registry.peaks`, the one the
+    invariants hold every estimate to); AccelsimError where the class has none for `key`."""
+    matrix, vector = peaks(profile, key)
+    return (matrix, f"{key} matrix peak") if matrix >= vector else (vector, f"{key} vector peak")
 
 
 def compare_runs(workload: str | Scenario, hw: str | Sequence[str], *, fallback: bool = True,

@@ -74,7 +74,7 @@ def system_device(system: System, path: Path | None = None) -> Any:
 
 # Other hardware-file formats: suffix -> module with `read_profile(path: Path) -> DeviceProfile`
 # (the device then runs inside the default host, as a device profile does).
-HARDWARE_READERS = {".cfg": "accelsim.devices.scalesim_config"}
+HARDWARE_READERS = {".cfg": "accelsim.devices.systolic.scalesim.config"}
 
 
 def resolve_hardware(spec: str) -> tuple[System, Any]:

@@ -31,8 +31,8 @@ import csv
 import math
 from pathlib import Path
 
+from accelsim.calibrate.stack_fit import Row
 from accelsim.devices.software import DEFAULT
-from accelsim.devices.stack_fit import Row
 from accelsim.errors import AccelsimError, DataFileError
 from accelsim.physical import MAX_BATCH, MAX_STEPS, input_ceiling
 from accelsim.schema import read_text_file

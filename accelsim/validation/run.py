@@ -9,7 +9,7 @@ Prediction is the device estimate `accelsim simulate` makes for the row's option
 (`estimate` on the profile, under the stack, with the system's host CPU): throughput =
 batch / step time (train: `device_only` in simulate's record), latency = step time in ms; with
 gradient accumulation the optimizer update counts once per group of micro-steps.
-The fit is `accelsim.devices.stack_fit` (the one benchmarks/fidelity/fit_stacks.py runs on the
+The fit is `accelsim.calibrate.stack_fit` (the one benchmarks/fidelity/fit_stacks.py runs on the
 calibration file), on the rows whose device is a GPU. Held-out error: k-fold, row i in fold
 i mod k (k = min(folds, rows)), or one fold per device (leave-one-device-out); each fold is
 fitted from the shipped values on the other rows and predicts its own. Device profiles carry
@@ -29,9 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.software import DEFAULT, MAX_MODIFIER, builtin_stacks
-from accelsim.devices.stack_fit import (
+from accelsim.calibrate.stack_fit import (
     Row,
     build_parts,
     fit,
@@ -40,6 +38,8 @@ from accelsim.devices.stack_fit import (
     predictions,
     stack_for_key,
 )
+from accelsim.devices.efficiency import load_efficiency
+from accelsim.devices.software import DEFAULT, MAX_MODIFIER, builtin_stacks
 from accelsim.errors import AccelsimError
 
 MODIFIERS = {"tensor_core": "tensor_core_efficiency", "cuda_core": "cuda_core_efficiency",

@@ -25,7 +25,7 @@ class Gemm:
     F(m x m, 3 x 3) algorithm applies to), 0 for any other GEMM. `im2col`: of a 2-D
     convolution at dilation 1, (ifmap h, ifmap w, channels per group, filter h, filter w,
     stride h, stride w, ofmap h, ofmap w), the shape its im2col rows are read from
-    (`devices.systolic_im2col`); () for any other GEMM."""
+    (`devices.systolic.im2col`); () for any other GEMM."""
 
     m: int
     n: int

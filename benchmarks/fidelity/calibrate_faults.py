@@ -11,7 +11,7 @@ faults in the timed call (getrusage ru_minflt; the median of passes 2 to 5), und
 default allocator and with its mmap and heap trimming turned off (mallopt M_MMAP_THRESHOLD =
 1 GiB, M_TRIM_THRESHOLD = 1 TiB: no temporary is then fresh after the first pass). The
 difference is what fresh pages cost the row; beside it, the model's fault term
-(`devices.cpu_alloc`: temporaries at or above 32 MiB x the time per page measured as
+(`devices.cpu.alloc`: temporaries at or above 32 MiB x the time per page measured as
 `accelsim calibrate` measures it). The two allocator modes alternate per row, `--reps`
 times, and each keeps its least, so that load from other processes spoils both alike.
 This is a diagnostic: the sweep itself runs the default. Last, the cost per element of the
@@ -74,7 +74,7 @@ def child(mode: str, precision: str, mkn: tuple[int, int, int]) -> dict:
 
 def predicted_fault_s(precision: str, mkn: tuple[int, int, int], page_s: float) -> float:
     from accelsim.calibrate.alloc_bench import mmap_threshold_max_bytes
-    from accelsim.devices.cpu_alloc import fresh_bytes, fresh_pages
+    from accelsim.devices.cpu.alloc import fresh_bytes, fresh_pages
     from accelsim.workload.graph import GraphBuilder
     from accelsim.workload.work import gemms_for, work_table
 

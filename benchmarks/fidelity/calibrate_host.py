@@ -53,17 +53,17 @@ SWEEP = ((1, 2048, 1024), (2, 1024, 2048), (8, 1024, 1024), (16, 3072, 768), (32
          (96, 512, 2048), (200, 1500, 700), (384, 768, 768), (768, 3072, 768))
 SWEEP_PRECISIONS = ("fp32", "bf16", "int8")
 REPS = [3]  # set from --reps
-NOTE = ("NB: the model is a BLAS's (accelsim/devices/cpu_blas.py: micro-tile quantisation, "
+NOTE = ("NB: the model is a BLAS's (accelsim/devices/cpu/blas.py: micro-tile quantisation, "
         "packing, a GEMV's DRAM stream) except for numpy's int8 GEMMs, which are not a BLAS: "
         "the int8 kernels quantise both fp32 operands on every call (abs, max, divide, round, "
         "clip, cast, in float64 temporaries) and multiply in numpy's own int32 dot-product "
         "loop (no BLAS, no micro-tile, one thread), so the numpy stack carries a "
         "`quantize_int8` figure ((M x K + K x N) x 4 fp32 bytes per call at a fitted fraction "
-        "of the DRAM bandwidth) beside `gemm_int8` (a per-MAC rate; accelsim/devices/cpu.py "
+        "of the DRAM bandwidth) beside `gemm_int8` (a per-MAC rate; accelsim/devices/cpu/model.py "
         "`quantize_bytes`). Per-call temporaries of 32 MiB and more (glibc's largest mmap "
         "threshold: int8's float64 copies of 4.2 M weights, as in 32x2048x2048 and "
         "1x1024x4096) are fresh pages every call, priced at the measured time per fresh page "
-        "(accelsim/devices/cpu_alloc.py; about 5 ms of those rows). Traced "
+        "(accelsim/devices/cpu/alloc.py; about 5 ms of those rows). Traced "
         "(benchmarks/fidelity/calibrate_faults.py, results/calibrate_faults.md): the minor faults "
         "seen per call (1000-3500) stay when glibc's mmap and heap trimming are turned off, and "
         "the time does not drop with them, so fresh pages explain none of the earlier misses "
@@ -75,7 +75,7 @@ NOTE = ("NB: the model is a BLAS's (accelsim/devices/cpu_blas.py: micro-tile qua
         "column). The cost per element of numpy's element passes (the weight casts, the int8 "
         "quantisation, an fp32 GEMV's stream) grows with their working set (the table below), "
         "so calibration measures each pass at 2^17 to 2^24 elements and writes the table into "
-        "the stack (`[cpu_passes]`, accelsim/devices/cpu_passes.py); the CPU model interpolates "
+        "the stack (`[cpu_passes]`, accelsim/devices/cpu/passes.py); the CPU model interpolates "
         "it (log-log, clamped at the ends) at each pass's working set, and the fit no longer "
         "fits what the tables price (the cast share of `pack_<p>`, `quantize_int8`, and "
         "`gemv_<p>` where every GEMV case is table-priced).")

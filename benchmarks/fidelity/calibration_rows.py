@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from accelsim.devices.stack_fit import Row
+from accelsim.calibrate.stack_fit import Row
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = ROOT / "tests" / "reference" / "calibration_measurements.csv"

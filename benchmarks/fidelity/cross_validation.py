@@ -31,7 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
-from accelsim.devices.stack_fit import Row  # noqa: E402
+from accelsim.calibrate.stack_fit import Row  # noqa: E402
 from benchmarks.fidelity.calibration_rows import calibration_rows  # noqa: E402
 from benchmarks.fidelity.fit_stacks import (  # noqa: E402
     REFERENCE_STACK,

@@ -1,5 +1,5 @@
-"""Fidelity of the FPGA DPU overlay model (accelsim/devices/fpga.py) against the Vitis AI rows of
-calibration_measurements.csv: the fit of its one factor set, and leave-one-board-out error.
+"""Fidelity of the FPGA DPU overlay model (accelsim/devices/fpga/model.py) against the Vitis AI
+rows of calibration_measurements.csv: the fit of its one factor set, and leave-one-board-out error.
 
 Run: python benchmarks/fidelity/fidelity_dpu.py [--write] [--fit]
   --write  updates results/fidelity_dpu.md
@@ -39,9 +39,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
-from accelsim.devices import fpga  # noqa: E402
 from accelsim.devices.efficiency import load_efficiency  # noqa: E402
 from accelsim.devices.estimate import estimate  # noqa: E402
+from accelsim.devices.fpga import model as fpga  # noqa: E402
 from accelsim.devices.profile import load_profile  # noqa: E402
 from accelsim.devices.profile_types import OverlaySpec  # noqa: E402
 from accelsim.devices.software import load_stack  # noqa: E402

@@ -12,7 +12,7 @@ rows; triton's per-request time (its per-step time is onnxruntime-tensorrt's, as
 NB: triton's tensor-core modifier is fitted on client-measured rows whose inputs cross the
 network, so it absorbs that transfer; it is not written to tensorrt / onnxruntime-tensorrt,
 which have no rows and keep modifiers of 1.
-The fit itself lives in `accelsim.devices.stack_fit` (shared with `accelsim validate --fit`).
+The fit itself lives in `accelsim.calibrate.stack_fit` (shared with `accelsim validate --fit`).
 Method (numpy only, deterministic): each case's cost columns are computed once by gpu.py under
 its stack with every factor at 1 and no host time; a step time for any parameter set is then
 recombined exactly as gpu.py and estimate.py do (compute / efficiency x modifier capped at 1,
@@ -34,7 +34,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
-from accelsim.devices.stack_fit import (  # noqa: E402, F401  (cross_validation imports them)
+from accelsim.calibrate.stack_fit import (  # noqa: E402, F401  (cross_validation imports them
     CLASS_PARAMS,
     REFERENCE_STACK,
     abs_errors,

@@ -1,4 +1,4 @@
-"""What each part of the GPU model's GEMM-shape efficiency (accelsim/devices/gpu_gemm.py) does to
+"""What each part of the GPU model's GEMM-shape efficiency (accelsim/devices/gpu/gemm.py) does to
 the stack fit and its cross-validation: the fit and the issue-8 protocol rerun with the K-depth
 pipeline fill, occupancy and Winograd switched off one at a time, and the fill depth varied.
 

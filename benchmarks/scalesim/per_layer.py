@@ -193,8 +193,8 @@ def per_layer_section(sizes: tuple[int, ...] = PER_LAYER_SIZES) -> list[str]:
                 "cycles in brackets; `-` not compared):", "", markdown(pd.DataFrame(table))]
     if off:
         out += ["", f"Layers off by more than {OFF_BY:.0%} (and where they meet the model's "
-                "documented approximations, NBs in `accelsim/devices/systolic_streams.py` and "
-                "`systolic_im2col.py`):", "", *off]
+                "documented approximations, NBs in `accelsim/devices/systolic/streams.py` and "
+                "`systolic/im2col.py`):", "", *off]
     return out + ["", "In the first table, for these arrays: median and worst error over the "
                   "layers compared; stall share over them; network totals only where every "
                   "layer was compared; SCALE-Sim's wall time (the sum of its one-layer runs, "

@@ -1,5 +1,5 @@
 """A convolution's ifmap operand as SCALE-Sim v3 reads it, address by address, and the walk of
-its read SRAM's window over it (`systolic_sram` uses it for convolutions whose im2col repeats
+its read SRAM's window over it (`systolic.sram` uses it for convolutions whose im2col repeats
 addresses or holds windows that run past the ifmap).
 
 SCALE-Sim (`compute/operand_matrix.py` `calc_ifmap_elem_addr`) reads a convolution as an
@@ -25,7 +25,7 @@ NB: a padded convolution (the zoo's) is read as SCALE-Sim reads an unpadded ifma
 the top-left corner, its padding taps past the far edge (-1, not fetched) rather than split
 round both edges; exact for SCALE-Sim's topologies, which carry no padding.
 NB: an im2col larger than `MAX_ELEMS` words (a large batch, a high-resolution layer) keeps the
-address-free model (`systolic_streams`), with its approximations.
+address-free model (`systolic.streams`), with its approximations.
 
     conv = Im2col.of((58, 58, 128, 3, 3, 2, 2, 29, 29), m=841, k=1152)
     walk = conv_walk(conv, stream, fold_cycles=935, dataflow="ws")  # `read_streams()[0]`
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelsim.devices.systolic_streams import DiagonalLayout, Stream
+from accelsim.devices.systolic.streams import DiagonalLayout, Stream
 
 MAX_ELEMS = 1 << 23  # im2col words held in memory at once (32 MiB as int32 addresses)
 _FIRST_CHUNK = 1024  # demands scanned per step after a miss

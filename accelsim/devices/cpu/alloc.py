@@ -1,6 +1,6 @@
 """Fresh pages per call: the per-call temporaries of numpy's matmul kernels that the C
 allocator maps anew, so that every call faults their pages in again (a term of the CPU class
-model, `accelsim.devices.cpu`, under a stack that gives its `[allocator]` figures).
+model, `accelsim.devices.cpu.model`, under a stack that gives its `[allocator]` figures).
 
     nbytes = fresh_bytes(work, gemms, "int8", quantized, weight_casts=False,
                          mmap_threshold_bytes=32 << 20, page_bytes=4096)
@@ -24,7 +24,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.cpu_passes import quantized_a_elements, rounded_params
+from accelsim.devices.cpu.passes import quantized_a_elements, rounded_params
 from accelsim.devices.mapping import per_row, row_gemms
 from accelsim.formats import get_format
 

@@ -26,7 +26,7 @@ systolic_emulator` steps a PE grid cycle by cycle and reproduces these counts ex
 Memory: the built-in TPU profiles publish a unified buffer, and DRAM traffic follows it
 (`buffer_dram_bytes`), stalls being memory time beyond compute time. An array read from a
 SCALE-Sim .cfg (`operand_srams` set) is timed by SCALE-Sim's memory model instead
-(`systolic_memory`): its three SRAMs, one DRAM port per operand, per-layer stall cycles.
+(`systolic.memory`): its three SRAMs, one DRAM port per operand, per-layer stall cycles.
 
 Software stack (`software`; jax-xla by default): the rows of the op groups its `graph.fuses`
 names (XLA: normalisation and elementwise) fuse into their producer, draining through the
@@ -50,7 +50,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.core import device_model
 from accelsim.devices.mapping import (
     ACCUMULATOR_BYTES_PER_ELEMENT,
     drain_excess_s,
@@ -240,7 +239,6 @@ def buffer_dram_bytes(profile: DeviceProfile, work: pd.DataFrame, g: pd.DataFram
     return dram, buffer
 
 
-@device_model("tpu")
 def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
                    precision: str, software: str | SoftwareStack,
                    dataflow: str | None = None) -> pd.DataFrame:
@@ -274,8 +272,8 @@ def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFra
         # through the weight FIFO and partial sums live in the accumulators.
         memory_s = np.maximum(memory_s, (acts * in_pass + outs) / ub_bw)
     stalls = stall_cycles(compute_cycles, memory_s, clock_hz)
-    if profile.operand_srams is not None:  # SCALE-Sim's SRAMs: `systolic_memory`
-        from accelsim.devices.systolic_memory import sram_rows
+    if profile.operand_srams is not None:  # SCALE-Sim's SRAMs: `systolic.memory`
+        from accelsim.devices.systolic.memory import sram_rows
 
         srams = sram_rows(g, rows, cols, flow, profile.operand_srams, n_rows)
         gemm_row = macs > 0

@@ -1,5 +1,5 @@
 """Per work row figures of a systolic array whose operand SRAMs are given (a SCALE-Sim .cfg):
-each GEMM of the row through `systolic_sram.gemm_memory`, summed over its instances.
+each GEMM of the row through `systolic.sram.gemm_memory`, summed over its instances.
 
     rows = sram_rows(row_gemms(work, gemms), 32, 32, "ws", profile.operand_srams, len(work))
     rows["stall_cycles"], rows["dram_words"]
@@ -24,9 +24,9 @@ import pandas as pd
 
 from accelsim.devices.mapping import per_row
 from accelsim.devices.profile_types import SramSpec
-from accelsim.devices.systolic import gemm_cycles
-from accelsim.devices.systolic_im2col import MAX_ELEMS, Im2col
-from accelsim.devices.systolic_sram import gemm_memory
+from accelsim.devices.systolic.im2col import MAX_ELEMS, Im2col
+from accelsim.devices.systolic.model import gemm_cycles
+from accelsim.devices.systolic.sram import gemm_memory
 
 DRAM_KEYS = ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes")
 

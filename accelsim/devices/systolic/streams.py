@@ -1,5 +1,5 @@
 """Where each operand element of a folded GEMM lies in SCALE-Sim's DRAM fetch order, and when
-the array asks for it: the demand patterns the SRAM model (`systolic_sram`) walks.
+the array asks for it: the demand patterns the SRAM model (`systolic.sram`) walks.
 
 SCALE-Sim v3 (`compute/systolic_compute_{ws,os,is}.py`) fetches each read operand as one
 stream of words and the array demands it fold by fold (column folds outer, row folds inner,
@@ -17,8 +17,8 @@ Positions count valid words only (SCALE-Sim's hashed buffer skips padding). The 
 no addresses: every word is taken as its own address, which is SCALE-Sim's operand exactly for
 GEMMs and for convolutions whose windows neither overlap nor run past the ifmap. A conv whose
 im2col repeats addresses or holds -1 taps has its ifmap walked address by address instead
-(`systolic_im2col`, from the shape `counts.Gemm.im2col` gives it).
-NB: a GEMM of a conv without that shape (batch past `systolic_im2col.MAX_ELEMS`, dilation,
+(`systolic.im2col`, from the shape `counts.Gemm.im2col` gives it).
+NB: a GEMM of a conv without that shape (batch past `systolic.im2col.MAX_ELEMS`, dilation,
 3-D) keeps the address-free layouts: its copies found only at their own position, its -1 taps
 counted as words.
 

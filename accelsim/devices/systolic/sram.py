@@ -5,7 +5,7 @@ What SCALE-Sim models (`memory/double_buffered_scratchpad_mem.py`, `read_buffer.
 `write_buffer.py`), and how it is computed here without stepping cycles:
 
 - A read SRAM of E words keeps a window of `active` = E/2 words of its operand's fetch stream
-  (`systolic_streams`; a conv's ifmap by address, `systolic_im2col`), in 100 hashed sets of
+  (`systolic.streams`; a conv's ifmap by address, `systolic.im2col`), in 100 hashed sets of
   ceil(E / 100) words. Before cycle 0 the first window is prefetched (not counted in the
   layer's cycles). A word the array asks for outside the window slides the window forward by
   the prefetch half (E/2 words) until it holds the word: a word behind the window (a block
@@ -40,9 +40,9 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from accelsim.devices.profile_types import SramSpec
-from accelsim.devices.systolic import array_mapping, cycles_per_fold
-from accelsim.devices.systolic_im2col import ConvWalk, Im2col, conv_walk
-from accelsim.devices.systolic_streams import (
+from accelsim.devices.systolic.im2col import ConvWalk, Im2col, conv_walk
+from accelsim.devices.systolic.model import array_mapping, cycles_per_fold
+from accelsim.devices.systolic.streams import (
     DiagonalLayout,
     Stream,
     fold_counts,
@@ -75,7 +75,7 @@ class ReadResult:
 def simulate_reads(stream: Stream, words: int, words_per_cycle: float, fold_cycles: int,
                    conv: ConvWalk | None = None) -> ReadResult:
     """Walk one read operand's demands through its SRAM (module docstring); a conv's ifmap
-    address by address (`conv`, `systolic_im2col`)."""
+    address by address (`conv`, `systolic.im2col`)."""
     set_words = math.ceil(words / HASH_SETS)
     active = math.ceil(words * ACTIVE_FRACTION)
     half = words - active

@@ -36,7 +36,8 @@ Per row of the work table:
 - the power envelope is the TDP cap of `core.finish`.
 - ops outside `compute.supported_ops` (absent = all run) fall back to the host CPU
   (`host`: the system's own CPU profile; `DEFAULT_HOST` stands in only where there is none,
-  e.g. an inline CPU of a system file, and the estimate says so): the CPU class model
+  e.g. an inline CPU of a system file, and the estimate says so; the registry's record gives
+  the host and its class model, `registry.DeviceClass.cost`): the host's class model
   costs them (at the same precision, else fp32), and the row pays the host-link transfer of
   its input when the row before it ran on the NPU and of its output when the row after does.
   Column `unit` says where each row ran ("npu", "fused" or "host"). A host row's time is all
@@ -56,8 +57,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from accelsim.devices import systolic
-from accelsim.devices.core import device_model, finish
+from accelsim.devices.core import ClassModel, finish
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import (
     DOUBLE_BUFFERED_RESIDENT_FRACTION,
@@ -81,9 +81,11 @@ from accelsim.devices.stack_costs import (
     host_issue_wait_s,
     stack_fused_rows,
 )
+from accelsim.devices.systolic import model as systolic
 from accelsim.errors import AccelsimError, PrecisionError
 
 DEFAULT_HOST = "xeon-8380"  # stand-in host CPU for unsupported ops when no CPU profile is given
+# (the class record's `host_fallback`: the registry loads it and passes it in)
 
 
 def matmul_rate(profile: DeviceProfile, precision: str) -> tuple[str, float]:
@@ -149,28 +151,18 @@ def streamed_bytes(profile: DeviceProfile, work: pd.DataFrame, capacity: float |
     return weights * (1.0 - cached) + np.maximum(acts + outs - capacity, 0.0)
 
 
-def host_profile(host: DeviceProfile | None = None) -> DeviceProfile:
-    """The host CPU that runs unsupported ops: `host`, else the `DEFAULT_HOST` profile."""
-    if host is not None:
-        return host
-    from accelsim.devices.profile import load_profile
-
-    return load_profile(DEFAULT_HOST)
-
-
-def host_time_energy(host: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
-                     precision: str, software: str) -> tuple[np.ndarray, np.ndarray]:
-    """(time_s, energy_j) of `work` rows on the host CPU, through the "cpu" class model and
-    `finish` (the host's own TDP and static power). A precision the CPU model rejects runs in
-    fp32 (NB: TFLite's int8 CPU kernels would be faster)."""
+def host_time_energy(host: DeviceProfile, host_model: ClassModel, work: pd.DataFrame,
+                     gemms: pd.DataFrame, precision: str, software: str
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(time_s, energy_j) of `work` rows on the host CPU, through its class model `host_model`
+    and `finish` (the host's own TDP and static power). A precision the CPU model rejects runs
+    in fp32 (NB: TFLite's int8 CPU kernels would be faster)."""
     from accelsim.devices.energy import static_power_w
-    from accelsim.devices.estimate import class_model
 
-    model = class_model("cpu")
     try:
-        costs = model(host, work, gemms, precision, software)
+        costs = host_model(host, work, gemms, precision, software)
     except AccelsimError:
-        costs = model(host, work, gemms, "fp32", software)
+        costs = host_model(host, work, gemms, "fp32", software)
     done = finish(work, costs, host.power.tdp_w, static_power_w(host))
     return done["time_s"].to_numpy(dtype=float), done["energy_j"].to_numpy(dtype=float)
 
@@ -186,11 +178,12 @@ def _boundaries(work: pd.DataFrame, host_rows: np.ndarray) -> tuple[np.ndarray, 
     return host_rows & same_prev & npu_prev, host_rows & same_next & npu_next
 
 
-@device_model("npu")
 def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
-              precision: str, software: str | SoftwareStack,
-              host: DeviceProfile | None = None) -> pd.DataFrame:
-    """Cost of each work row on an NPU, with host fallback (see module docstring)."""
+              precision: str, software: str | SoftwareStack, host: DeviceProfile | None = None,
+              host_model: ClassModel | None = None) -> pd.DataFrame:
+    """Cost of each work row on an NPU, with host fallback (see module docstring): `host` runs
+    the ops the NPU cannot, costed by `host_model` (its class's model; the registry's record
+    passes both, `DeviceClass.cost`)."""
     stack = compiled_stack(software, "npu")
     n_rows = len(work)
     path, datasheet_mac_per_s = matmul_rate(profile, precision)
@@ -247,9 +240,11 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     }, index=work.index)
     if not host_rows.any():
         return out
-    hp = host_profile(host)
-    sub = work[host_rows]
-    host_s, host_j = host_time_energy(hp, sub, gemms, precision, software)
+    if host is None or host_model is None:
+        raise AccelsimError(f"{profile.name} cannot run {sorted(set(work['op'][host_rows]))} "
+                            "and was given no host CPU to run them")
+    host_s, host_j = host_time_energy(host, host_model, work[host_rows], gemms, precision,
+                                      software)
     cross_in, cross_out = _boundaries(work, host_rows)
     moved = (np.where(cross_in, acts, 0.0) + np.where(cross_out, outs, 0.0))[host_rows]
     out.loc[host_rows, ["compute_s", "memory_s", "onchip_bytes"]] = 0.0

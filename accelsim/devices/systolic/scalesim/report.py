@@ -28,19 +28,19 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.profile_types import DeviceProfile
-from accelsim.devices.systolic import (
+from accelsim.devices.systolic.model import (
     array_mapping,
     dataflow_of,
     fold_counts,
     reuse_factors,
 )
-from accelsim.devices.systolic_sram import (
+from accelsim.devices.systolic.sram import (
     READ_PORT_LATENCY_CYCLES,
     fold_cycles,
     gemm_memory,
     ofmap_writes,
 )
-from accelsim.devices.systolic_streams import DiagonalLayout, Stream, read_streams
+from accelsim.devices.systolic.streams import DiagonalLayout, Stream, read_streams
 from accelsim.errors import AccelsimError
 from accelsim.workload.graph import Graph
 from accelsim.workload.work import gemms_for
@@ -162,13 +162,3 @@ def write_scalesim_reports(directory: Path, graph: Graph, profile: DeviceProfile
         path.write_text(_csv(frame))
         paths.append(path)
     return paths
-
-
-def write_config_reports(directory: Path, cfg: Any) -> list[Path]:
-    """The reports of a simulation config (`accelsim.sim.spec.SimulationConfig`): its
-    workload's graph on its hardware, at its batch size and dataflow."""
-    from accelsim.profiles.hardware import resolve_hardware
-
-    _, profile = resolve_hardware(cfg.hardware)
-    return write_scalesim_reports(directory, cfg.scenario.graph(), profile,
-                                  cfg.scenario.batch_size, cfg.dataflow)

@@ -48,7 +48,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import (
     DOUBLE_BUFFERED_RESIDENT_FRACTION,
@@ -137,7 +136,6 @@ def weight_fetches(batch: int | None, ov: OverlaySpec | None) -> float:
     return float(np.ceil(batch / ov.batch_engines))
 
 
-@device_model("fpga")
 def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
                precision: str, software: str | SoftwareStack, batch: int | None = None
                ) -> pd.DataFrame:

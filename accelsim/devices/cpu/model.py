@@ -7,7 +7,7 @@ framework overhead per op. Also the host fallback of the NPU model.
 Per row of the work table:
 - matmul rows run on the matrix engine (AMX) when it lists the precision, else on the vector
   units at the precision's listed peak, else at the fp32 vector peak (`vector_peak_flops_per_s`);
-  as a BLAS library runs them (`cpu_blas`, Goto's algorithm): compute_s = FLOPs x micro-tile
+  as a BLAS library runs them (`cpu.blas`, Goto's algorithm): compute_s = FLOPs x micro-tile
   quantisation over the cores / (peak x GEMM efficiency) + the packing pass over both operands
   (pack bytes / sustained bandwidth), serial with it; DRAM bytes = compulsory + last-level-cache
   re-reads, streamed at the stack's `gemv` figure (else its `pack` figure, else its stream one).
@@ -16,7 +16,7 @@ Per row of the work table:
   both fp32 operands ((m k + k n) x 4 B / (bandwidth x quantize figure)) then an integer loop
   at the GEMM efficiency with no micro-tile waste, no packing and no separate cast. Under a
   stack with `[allocator]` figures, the fresh pages of the per-call temporaries at or above
-  its mmap threshold add their measured fault time (`cpu_alloc`, `fault_s`). Under a stack
+  its mmap threshold add their measured fault time (`cpu.alloc`, `fault_s`). Under a stack
   with `[cpu_passes]` tables (`cpu_passes`), the weight casts, the per-call quantisation and a
   GEMV's stream take the measured time per element at their working set instead of their
   bytes at one fitted figure, and a narrow-float op's rounding of its parameters (an
@@ -47,12 +47,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.core import device_model
-from accelsim.devices.cpu_alloc import fresh_bytes, fresh_pages
-from accelsim.devices.cpu_blas import PACK_PASSES, blas_gemm_terms, pack_bytes
-from accelsim.devices.cpu_passes import FP32_BYTES, pass_times_s
+from accelsim.devices.cpu.alloc import fresh_bytes, fresh_pages
+from accelsim.devices.cpu.blas import PACK_PASSES, blas_gemm_terms, pack_bytes
+from accelsim.devices.cpu.passes import FP32_BYTES, pass_times_s
 from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.gpu import amp_weight_casts
 from accelsim.devices.mapping import kernel_counts, per_row, row_energy_j, row_gemms
 from accelsim.devices.software import (
     SoftwareStack,
@@ -60,6 +58,7 @@ from accelsim.devices.software import (
     resolve_software,
 )
 from accelsim.devices.stack_costs import (
+    amp_weight_casts,
     layout_conversions,
     stack_fused_rows,
 )
@@ -217,7 +216,7 @@ def quantize_bytes(work: pd.DataFrame, gemms: pd.DataFrame, rows: np.ndarray) ->
 def serial_stream_bytes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
                         stack: SoftwareStack) -> pd.DataFrame:
     """Per row, what the cores stream serially with the row's math, in bytes: `pack` (BLAS
-    packing, `cpu_blas.pack_bytes`), `cast` (autocast weight casts: fp32 read, narrow written),
+    packing, `cpu.blas.pack_bytes`), `cast` (autocast weight casts: fp32 read, narrow written),
     `transpose` (layout conversions: the conv's input activation read and written) and
     `quantize` (per-call quantisation of both operands, `quantize_bytes`: such a row has no
     packing and no separate cast), with the extra ops they add (`casts`, `transposes`)."""
@@ -239,7 +238,7 @@ def serial_stream_bytes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, p
 def fault_s(work: pd.DataFrame, gemms: pd.DataFrame, precision: str, stack: SoftwareStack
             ) -> tuple[np.ndarray, np.ndarray]:
     """(per row, the time faulting in the fresh pages of its per-call temporaries, s; those
-    bytes): pages (`cpu_alloc.fresh_bytes` at the stack's mmap threshold, whole pages) x the
+    bytes): pages (`cpu.alloc.fresh_bytes` at the stack's mmap threshold, whole pages) x the
     stack's measured time per fresh page; zeros under a stack without `[allocator]` figures
     (every built-in stack: their frameworks keep caching allocators)."""
     if stack.allocator is None:
@@ -279,7 +278,6 @@ def _quantize_rate_s(serial: pd.DataFrame, stack: SoftwareStack, precision: str,
     return serial["quantize"].to_numpy() / (float(mem.bandwidth_bytes_per_s) * eff)
 
 
-@device_model("cpu")
 def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
               software: str | SoftwareStack) -> pd.DataFrame:
     """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a CPU under

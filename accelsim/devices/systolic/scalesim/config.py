@@ -5,7 +5,7 @@
 
 What the file gives (`[architecture_presets]`, keys case-insensitive as SCALE-Sim reads them):
 ArrayHeight and ArrayWidth (one R x C array), IfmapSramSzkB, FilterSramSzkB, OfmapSramSzkB
-(the three double-buffered SRAMs of `accelsim.devices.systolic_sram`, in SCALE-Sim's one-byte
+(the three double-buffered SRAMs of `accelsim.devices.systolic.sram`, in SCALE-Sim's one-byte
 words), Dataflow (ws, os, is) and Bandwidth (DRAM words per cycle, per operand port; a list
 takes its first entry, as SCALE-Sim does). SCALE-Sim v3 feeds the ifmap and filter SRAMs at
 `[layout]` IfmapSRAMBankBandwidth and FilterSRAMBankBandwidth when that section is given, and
@@ -46,6 +46,9 @@ ASSUMED_CLOCK_MHZ = 1000.0
 ASSUMED_DRAM = "ddr4"
 ASSUMED_CAPACITY_GIB = 1024
 ASSUMED_HOST_LINK = "pcie-gen4-x16"  # its bandwidth: hw_profiles/links/
+# NB: read through `interconnect.links`, the one import of devices/ above its floor (a circle:
+# interconnect imports devices.efficiency); it goes when the link loader moves to the profiles
+# floor (issue 18), as every caller passes only the .cfg path.
 TDP_HEADROOM = 4.0  # the power envelope over the 45 nm peak power: the array never throttles
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 _FILE = "defined: SCALE-Sim .cfg"

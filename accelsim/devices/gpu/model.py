@@ -10,7 +10,7 @@ Per row of the work table:
   run as tf32 on tensor cores where the stack says so (`fp32_on_tf32`: PyTorch's, TensorFlow's
   and TensorRT's TF32 defaults) and the device lists tf32 (`tf32_rows`).
   compute_s = FLOPs x quantization / (peak x efficiency), the quantization from each GEMM's
-  shape (`gpu_gemm`: CTA tiles in waves over the SMs at the tile's occupancy, split-K, the
+  shape (`gpu.gemm`: CTA tiles in waves over the SMs at the tile's occupancy, split-K, the
   pipeline fill of short K, and for fp32 the Winograd algorithm where the autotuner would
   pick it); DRAM bytes = compulsory bytes + L2 re-reads (`tiling`) + Winograd's transforms.
 - other rows stream their bytes at the achievable DRAM bandwidth; their FLOPs run on the CUDA
@@ -22,8 +22,8 @@ Per row of the work table:
   the GPU idle. Rows of the op groups the stack fuses join their producer kernel (their
   overhead vanishes, their DRAM traffic shrinks to inputs the producer did not write). A stack
   with weight casts (autocast) adds one cast kernel per weighted matmul per forward
-  (`amp_weight_casts`); its layout conversions add transposes around tensor-core convs; its
-  efficiency modifiers multiply the factors below (capped at 1).
+  (`stack_costs.amp_weight_casts`); its layout conversions add transposes around tensor-core
+  convs; its efficiency modifiers multiply the factors below (capped at 1).
 Peaks, SM count, L2, bandwidth and clock come from the profile; efficiencies, tiles and
 overheads from `hw_profiles/efficiency/gpu.toml` (fitted ones named with their fit set).
 """
@@ -35,13 +35,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.core import device_model
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import offchip_energy_j
-from accelsim.devices.gpu_gemm import gemm_factors
+from accelsim.devices.gpu.gemm import gemm_factors
 from accelsim.devices.mapping import kernel_counts, listed_vector_peak, row_energy_j
 from accelsim.devices.software import SoftwareStack, resolve_software
 from accelsim.devices.stack_costs import (
+    amp_weight_casts,
     capped_factor,
     host_issue_wait_s,
     layout_conversions,
@@ -79,17 +79,6 @@ def vector_peak_flops_per_s(profile: Any, precision: str) -> float:
     return listed
 
 
-def amp_weight_casts(work: pd.DataFrame, precision: str, weight_casts: bool) -> np.ndarray:
-    """Cast kernels per row: a stack with `weight_casts` (autocast) below 32 bits casts each
-    fp32 master weight to the compute precision once per forward (one kernel per weighted
-    matmul row). NB: a compiled engine folds the casts into its prepared weights."""
-    if not weight_casts or get_format(precision).bytes_per_element >= MASTER_WEIGHT_BYTES:
-        return np.zeros(len(work))
-    forward = (work["phase"] == "forward").to_numpy()
-    weighted = work["matmul"].to_numpy(dtype=bool) & (work["weight_bytes"] > 0).to_numpy()
-    return (forward & weighted).astype(float)
-
-
 def tf32_rows(work: pd.DataFrame, stack: SoftwareStack, profile: Any, precision: str
               ) -> np.ndarray:
     """Matmul rows an fp32 run executes as tf32 on tensor cores: those of the op groups in the
@@ -112,7 +101,6 @@ def _require(profile: Any, value: Any, field: str) -> float:
     return float(value)
 
 
-@device_model("gpu")
 def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
               software: str | SoftwareStack) -> pd.DataFrame:
     """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a GPU under

@@ -1,5 +1,5 @@
 """How a BLAS library spends a GEMM on a CPU (Goto's algorithm, as in OpenBLAS, MKL and BLIS):
-the mapping policy of the CPU class model (`accelsim.devices.cpu`).
+the mapping policy of the CPU class model (`accelsim.devices.cpu.model`).
 
     terms = blas_gemm_terms(work, gemms, width_bytes=4, micro_tile=(4, 16), threads=2,
                             cache_bytes=32 * 2**20, cache_resident_fraction=0.5,

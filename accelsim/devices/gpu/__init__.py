@@ -1,0 +1,45 @@
+"""The GPU class: tensor cores or CUDA cores, CTA tiles in waves over the SMs (`model`, with the
+GEMM shape efficiency in `gemm`). This file is its one registration: its record
+(`accelsim.devices.registry.DeviceClass`), its peaks and its profile-schema rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accelsim.devices.gpu.model import gpu_costs, matmul_path, vector_peak_flops_per_s
+from accelsim.devices.profile_schema import ClassSchema
+from accelsim.devices.registry import DeviceClass, register
+
+
+def peaks(profile: Any, precision: str) -> tuple[float, float]:
+    """(the matmul path's peak at `precision`: tensor cores, else CUDA cores; the CUDA-core
+    peak of non-matmul math), FLOP/s."""
+    return matmul_path(profile, precision)[1], vector_peak_flops_per_s(profile, precision)
+
+
+def tf32_row_peaks(profile: Any, layers: pd.DataFrame, precision: str, matmul: np.ndarray,
+                   peak: np.ndarray) -> np.ndarray:
+    """Per row, the matrix-path `peak`, raised to the tf32 tensor-core peak on the fp32 rows a
+    stack ran on tensor cores (`model.tf32_rows`: their `unit` says so)."""
+    if precision != "fp32" or "unit" not in layers:
+        return peak
+    tf32 = profile.compute.matrix_peak_flops_per_s.get("tf32")
+    if tf32 is None:
+        return peak
+    on_tf32 = matmul & (layers["unit"] == "tensor_core").to_numpy()
+    return np.where(on_tf32, np.maximum(peak, float(tf32)), peak)
+
+
+SCHEMA = ClassSchema.of(
+    may="compute.base_clock compute.cuda_cores compute.tensor_cores onchip_memory.l3_cache "
+        "onchip_memory.shared_mem_per_sm onchip_memory.register_file_per_sm peer_link",
+    must="compute.clock compute.sm_count onchip_memory.l2_cache offchip_memory "
+         "offchip_memory.capacity host_link")
+
+GPU = register(DeviceClass(name="gpu", model=gpu_costs, peaks=peaks, schema=SCHEMA,
+                           default_stack="pytorch-eager", dvfs=True,
+                           row_matrix_peaks=tf32_row_peaks))
