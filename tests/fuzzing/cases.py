@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.datafiles import builtin_files
-from fuzzing.mutate import Picker, damage_text, mutate_doc, scale_numbers
-from fuzzing.toml_text import dumps
+
+from .mutate import Picker, damage_text, mutate_doc, scale_numbers
+from .toml_text import dumps
 
 MODELS = ("mlp", "lstm", "resnet18", "resnet50", "mobilenet_v2", "gpt2", "bert_base",
           "inception_v1", "unet3d", "vgg16", "llama2_7b", "bert_large", "llama2_70b")

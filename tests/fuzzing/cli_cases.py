@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from accelsim.datafiles import builtin_files
 from accelsim.sim.knobs import KNOBS
-from fuzzing.cases import DEVICES, DIR, MODELS, SCENARIOS, SYSTEMS, Case, run_tail
-from fuzzing.mutate import Picker
+
+from .cases import DEVICES, DIR, MODELS, SCENARIOS, SYSTEMS, Case, run_tail
+from .mutate import Picker
 
 INT_VALUES = ("1", "2", "3", "4", "8", "16", "64", "0", "-1", "65536", "1048576", "1048577",
               "99999999999999999999", "1e3", "1.5", "nan", "inf", "x", "", " 7 ", "1e400", "-0",

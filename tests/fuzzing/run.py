@@ -14,10 +14,11 @@ import warnings
 from pathlib import Path
 
 from accelsim.cli import main
-from fuzzing.cases import DIR, FILE_CASES, Case
-from fuzzing.cli_cases import cli_case, path_case
-from fuzzing.mutate import Picker
-from fuzzing.verdict import Verdict, judge
+
+from .cases import DIR, FILE_CASES, Case
+from .cli_cases import cli_case, path_case
+from .mutate import Picker
+from .verdict import Verdict, judge
 
 # Kind of case -> weight (of 20): files 12, argument lists 6, bad paths 2.
 WEIGHTS = {"profile": 4, "system": 3, "link": 1, "part": 2, "scenario": 2, "cli": 6, "path": 2}

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from fuzzing.cases import Case
-from fuzzing.run import make_case
+from .cases import Case
+from .run import make_case
 
 T = TypeVar("T")
 

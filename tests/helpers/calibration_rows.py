@@ -1,0 +1,100 @@
+"""The single-GPU rows of tests/reference/calibration_measurements.csv the GPU model and the
+software stacks are fitted and cross-validated on: each row mapped onto a model, a device
+profile, the system whose host CPU ran it, a software stack (hw_profiles/software/) and a
+metric.
+
+Mapping (each an assumption, stated in the results):
+- SKU (the product in the row's hardware text) -> profile: V100-SXM2-16GB, V100-SXM2-32GB and
+  V100-SXM3-32GB -> `v100` (same GV100 chip; memory size and the SXM3's 350 W limit are not
+  modelled), A100-SXM4-80GB -> `a100`. The system (whose host CPU sets the host-time scale):
+  DGX-1 -> dgx-1, DGX-2 -> dgx-2, DGX A100 -> dgx-a100.
+- software text -> stack: PyTorch -> pytorch-eager; TensorFlow (1 or 2) -> tensorflow-graph,
+  or tensorflow-xla where the precision says "+ XLA"; MXNet -> mxnet; Triton with ONNX
+  Runtime-TensorRT -> triton.
+- precision: AMP / FP16 -> fp16, TF32 -> tf32, FP32 -> fp32.
+- model: ResNet-50 v1.5 -> resnet50 (momentum SGD); BERT-Large (pre-training, fine-tuning,
+  SQuAD) -> bert_large, BERT-Base (SQuAD) -> bert_base, at the row's seq len (training: adam,
+  NB LAMB costed as Adam); gradient accumulation -> the micro-batch, one optimizer step per
+  accumulation group.
+- metric: throughput rows -> batch / step time; "latency avg" and "latency p50" -> step time of
+  one batch. "latency p99" rows are left out (NB: the model predicts a deterministic step, not
+  a tail).
+Multi-GPU rows are the training pipeline's (benchmarks/fidelity.py, collective_fidelity.py),
+not these.
+
+A copy of benchmarks/calibration_rows.py, which fits the stacks on the same rows, so that the
+stack-fit guard (validation/test_stack_fit.py) imports nothing from benchmarks/: keep the two
+in step when the mapping changes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from accelsim.calibrate.stack_fit import Row
+from tests.helpers.paths import REFERENCE
+
+CSV = REFERENCE / "calibration_measurements.csv"
+SKUS = {"V100-SXM2-16GB": "v100", "V100-SXM2-32GB": "v100", "V100-SXM3-32GB": "v100",
+        "A100-SXM4-80GB": "a100"}
+SYSTEMS = {"DGX-1": "dgx-1", "DGX-2": "dgx-2", "DGX A100": "dgx-a100"}
+PRECISIONS = (("AMP", "fp16"), ("FP16", "fp16"), ("TF32", "tf32"), ("FP32", "fp32"))
+
+
+def stack_for(software: str, precision: str) -> str | None:
+    """The software stack of a row's software text (None: not a GPU framework row)."""
+    if software.startswith("PyTorch"):
+        return "pytorch-eager"
+    if software.startswith("TensorFlow") and "Lite" not in software:
+        return "tensorflow-xla" if "XLA" in precision else "tensorflow-graph"
+    if software.startswith("MXNet"):
+        return "mxnet"
+    if software.startswith("Triton"):
+        return "triton"
+    return None
+
+
+def _model(workload: str, dataset: str, task: str) -> tuple[str, int | None, str] | None:
+    if workload.startswith("ResNet-50"):
+        return "resnet50", None, "momentum"
+    seq = re.search(r"seq len (\d+)", dataset)
+    if seq is None:
+        return None
+    if workload.startswith("BERT-Large"):
+        return "bert_large", int(seq.group(1)), "adam"
+    if workload.startswith("BERT-Base"):
+        return "bert_base", int(seq.group(1)), "adam"
+    return None
+
+
+def row_for(r: pd.Series) -> Row | None:
+    """The Row of one CSV row, None where it is not a single-GPU framework row we model."""
+    hw = re.match(r"1x (\S+) \((.+)\)$", str(r["hardware"]))
+    if hw is None or hw.group(1) not in SKUS or hw.group(2) not in SYSTEMS:
+        return None
+    stack = stack_for(str(r["software"]), str(r["precision"]))
+    model = _model(str(r["workload"]), str(r["dataset"]), str(r["task"]))
+    metric_text = str(r["metric"])
+    if stack is None or model is None or "p99" in metric_text:
+        return None
+    precision = next((p for key, p in PRECISIONS if str(r["precision"]).startswith(key)), None)
+    if precision is None:
+        return None
+    batch_text = str(r["batch_per_device"])
+    listed = int(re.match(r"\d+", batch_text).group())
+    accum = re.search(r"with (\d+) accumulation steps", batch_text)
+    steps = int(accum.group(1)) if accum else 1
+    name, seq_len, optimizer = model
+    return Row(name, seq_len, listed // steps, steps, precision, str(r["task"]), optimizer,
+               "latency" if metric_text.startswith("latency") else "throughput",
+               id=str(r["id"]), sku=hw.group(1), device=SKUS[hw.group(1)],
+               system=SYSTEMS[hw.group(2)], stack=stack, measured=float(r["value"]),
+               workload=str(r["workload"]))
+
+
+def calibration_rows() -> list[Row]:
+    """Every single-GPU row of the calibration file the stack fit uses."""
+    rows = (row_for(r) for _, r in pd.read_csv(CSV).iterrows())
+    return [r for r in rows if r is not None]

@@ -1,0 +1,2 @@
+"""Null-device tier: the pipeline and the device layer on the null device (fixed, known
+costs)."""

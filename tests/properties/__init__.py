@@ -1,0 +1,1 @@
+"""Properties tier: hypothesis-based property tests (fuzzing included)."""

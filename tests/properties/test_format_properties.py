@@ -1,0 +1,46 @@
+"""Numeric formats, hypothesis properties: rounding to a format is idempotent and monotone, and
+int8 fake quantisation reproduces its integer codes (the references: unit/test_formats.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from accelsim.formats import FORMATS
+from accelsim.kernels.formats import round_to_format
+from accelsim.kernels.quantize import quantize_int8
+
+_LIM = float(np.float32(1e30))
+_finite32 = st.floats(
+    min_value=-_LIM, max_value=_LIM, allow_nan=False, allow_infinity=False, width=32
+)
+_arrays = arrays(np.float32, st.integers(1, 40), elements=_finite32)
+_FLOAT_FORMATS = [n for n, f in FORMATS.items() if not f.is_integer]
+
+
+@settings(max_examples=40, deadline=None)
+@given(x=_arrays, name=st.sampled_from(_FLOAT_FORMATS))
+def test_rounding_is_idempotent(x: np.ndarray, name: str) -> None:
+    y = round_to_format(x, name)
+    np.testing.assert_array_equal(round_to_format(y, name), y)
+
+
+@settings(max_examples=40, deadline=None)
+@given(x=_arrays, name=st.sampled_from(list(FORMATS)))
+def test_rounding_is_monotone(x: np.ndarray, name: str) -> None:
+    xs = np.sort(x)
+    y = round_to_format(xs, name)
+    assert np.all(y[1:] >= y[:-1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(x=_arrays)
+def test_int8_fake_quant_is_idempotent_up_to_an_ulp(x: np.ndarray) -> None:
+    # NB: the scale of the rounded tensor is recomputed from its max, which can move by
+    # a float32 ulp; the integer codes themselves are reproduced exactly.
+    y = round_to_format(x, "int8")
+    z = round_to_format(y, "int8")
+    np.testing.assert_allclose(z, y, rtol=1e-6, atol=0)
+    np.testing.assert_array_equal(quantize_int8(y)[0], quantize_int8(x)[0])

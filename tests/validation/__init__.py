@@ -1,0 +1,2 @@
+"""Validation tier: closed forms, queueing theory, published counts, the measured results of
+tests/reference and SCALE-Sim parity."""
