@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from accelsim.devices.systolic.model.scalesim.config import cfg_text
 
+from accelsim.devices.systolic.scalesim.config import cfg_text
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 

@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from accelsim.devices.systolic.model.im2col import MAX_ELEMS
 
+from accelsim.devices.systolic.im2col import MAX_ELEMS
 from benchmarks.scalesim.common import (
     LAYER_CACHE,
     TOPOLOGIES,

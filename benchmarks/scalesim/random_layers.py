@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-from accelsim.devices.systolic.model.scalesim.config import cfg_text
 
+from accelsim.devices.systolic.scalesim.config import cfg_text
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 from benchmarks.scalesim.common import (

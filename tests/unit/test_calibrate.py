@@ -7,12 +7,12 @@ import tomllib
 
 import numpy as np
 import pytest
-from accelsim.devices.cpu.model.model import cpu_costs
 
 from accelsim.calibrate.cases import kernel_cases
 from accelsim.calibrate.fit import case_key, fit_efficiencies, with_group_figures
 from accelsim.calibrate.run import calibrate
 from accelsim.calibrate.write import toml_text
+from accelsim.devices.cpu.model import cpu_costs
 from accelsim.devices.profile import load_profile
 from accelsim.devices.software import load_stack, resolve_software, stack_fields
 from accelsim.errors import ConfigError

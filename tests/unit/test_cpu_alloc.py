@@ -10,10 +10,10 @@ import struct
 
 import numpy as np
 import pytest
-from accelsim.devices.cpu.model.alloc import fresh_bytes, gemm_temporaries_bytes
 
 from accelsim.calibrate.alloc_bench import AllocatorFigures, mmap_threshold_max_bytes
 from accelsim.calibrate.write import measured_stack, toml_text, with_allocator
+from accelsim.devices.cpu.alloc import fresh_bytes, gemm_temporaries_bytes
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import dynamic_energy_j
 from accelsim.devices.profile import load_profile

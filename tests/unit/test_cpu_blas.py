@@ -7,8 +7,8 @@ import dataclasses
 
 import numpy as np
 import pytest
-from accelsim.devices.cpu.model.model import cpu_costs
 
+from accelsim.devices.cpu.model import cpu_costs
 from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.profile import load_profile
 from accelsim.devices.software import builtin_stacks
