@@ -191,8 +191,12 @@ def read_toml(path: Path) -> dict[str, Any]:
     """Parse `path` (read by `read_text_file`); a malformed file is a ConfigError naming it.
     Parsed once per process for each text (a fresh copy returned), so a sweep re-reading a
     profile at every point pays the parse once and an edited file is read anew."""
-    text = read_text_file(path)
-    return copy.deepcopy(_parsed_toml(str(path), text))
+    return parse_toml_text(str(path), read_text_file(path))
+
+
+def parse_toml_text(source: str, text: str) -> dict[str, Any]:
+    """`text` (the file `source`) parsed, a fresh copy of the one parse per text."""
+    return copy.deepcopy(_parsed_toml(source, text))
 
 
 @lru_cache(maxsize=512)

@@ -44,9 +44,11 @@ from accelsim.devices.cpu.model import (
     serial_stream_bytes,
 )
 from accelsim.devices.cpu.passes import PassTable, pass_times_s
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.precision import hardware_key
-from accelsim.devices.software import (
+from accelsim.errors import AccelsimError
+from accelsim.formats import get_format
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import (
     CPU_KERNELS,
     CPU_OP_KEYS,
     CPU_PRECISIONS,
@@ -54,8 +56,6 @@ from accelsim.devices.software import (
     SoftwareStack,
     builtin_stacks,
 )
-from accelsim.errors import AccelsimError
-from accelsim.formats import get_format
 from accelsim.workload.work import gemms_for, work_table
 
 MEMORY_KERNELS = ("stream",)  # kernels whose work is the memory term; the rest: compute

@@ -21,9 +21,9 @@ import numpy as np
 from accelsim.calibrate.alloc_bench import mmap_threshold_max_bytes
 from accelsim.calibrate.cases import Clock
 from accelsim.devices.cpu.passes import FP32_BYTES
-from accelsim.devices.pass_tables import PassTable
 from accelsim.kernels.formats import round_to_format
 from accelsim.kernels.quantize import quantize_int8
+from accelsim.profiles.pass_tables import PassTable
 
 # elements per array: 2^17 .. 2^24 (0.5 MiB .. 64 MiB of fp32), or two small sizes (tests)
 PASS_SIZES = {"full": tuple(1 << e for e in range(17, 25)), "tiny": (1 << 12, 1 << 15)}

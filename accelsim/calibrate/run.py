@@ -63,9 +63,9 @@ from accelsim.calibrate.write import (
     with_passes,
     write_profile,
 )
-from accelsim.devices.profile import load_profile
-from accelsim.devices.software import load_stack
 from accelsim.errors import AccelsimError
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.software import load_stack
 from accelsim.profiles.storage import load_storage
 from accelsim.results.files import write_atomic
 

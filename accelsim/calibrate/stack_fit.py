@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.gpu.model import gpu_costs
-from accelsim.devices.profile import load_profile
-from accelsim.devices.software import SoftwareStack, builtin_stacks, load_stack
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import SoftwareStack, builtin_stacks, load_stack
 from accelsim.workload.work import gemms_for, work_table
 from accelsim.workload.zoo import build_model
 

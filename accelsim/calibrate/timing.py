@@ -16,9 +16,9 @@ from typing import Any
 import pandas as pd
 
 from accelsim.devices.estimate import estimate
-from accelsim.devices.profile import load_profile
-from accelsim.devices.software import DEFAULT
 from accelsim.kernels.execute import time_graph
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.software import DEFAULT
 from accelsim.workload.graph import Graph
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from accelsim.calibrate.host import HostFacts, memory_technology, nearest_builtin
 from accelsim.calibrate.io_bench import DiskResult
-from accelsim.devices.profile import load_profile
+from accelsim.profiles.devices import load_profile
 from accelsim.results.files import write_atomic
 
 FMA_UNITS_ASSUMED = 2  # NB: two FMA pipes per core (every x86 core since Haswell / Zen 3)
@@ -166,7 +166,7 @@ def measured_stack(description: str, efficiency: dict[str, float], per_kernel_s:
     calibration cases (`accelsim.calibrate.fit`), as TOML data. `weight_casts`: its kernels
     cast the fp32 weights to the format in every call (the numpy kernels), not once (PyTorch
     with weights made in the format)."""
-    from accelsim.devices.software import MAX_CPU_EFFICIENCY
+    from accelsim.profiles.software import MAX_CPU_EFFICIENCY
 
     fit_src = f"accelsim calibrate on {host}, {date}"
     kept = {k: min(v, MAX_CPU_EFFICIENCY) for k, v in sorted(efficiency.items())}
@@ -229,7 +229,7 @@ def with_passes(stack: dict[str, Any], tables: dict[str, Any], host: str, date: 
     if not tables:
         return stack
     from accelsim.calibrate.pass_bench import ROW
-    from accelsim.devices.pass_tables import pass_table_data
+    from accelsim.profiles.pass_tables import pass_table_data
 
     sources = dict(stack["sources"])
     for name in tables:

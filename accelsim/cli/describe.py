@@ -68,7 +68,7 @@ def describe(workload: str, batch: int | None, precision: str | None, seq_len: i
         layers = layers.assign(rel_error=[per_layer.get(n) for n in layers["name"]])
         if timed:
             from accelsim.calibrate.timing import measure_beside_prediction
-            from accelsim.devices.software import DEFAULT
+            from accelsim.profiles.software import DEFAULT
 
             timing, per_op = measure_beside_prediction(graph, sc.batch_size, sc.precision, hw,
                                                        software or DEFAULT, repeat, cpu_time)

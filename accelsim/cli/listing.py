@@ -47,8 +47,8 @@ def stack_row(s: Any) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def list_cmd(as_json: bool) -> None:
     """Built-in device profiles, systems, software stacks, scenarios and zoo models."""
-    from accelsim.devices.profile import list_profiles
-    from accelsim.devices.software import builtin_stacks
+    from accelsim.profiles.devices import list_profiles
+    from accelsim.profiles.software import builtin_stacks
     from accelsim.profiles.systems import available_systems, load_system
     from accelsim.workload.scenario import scenario_names
     from accelsim.workload.zoo import model_names

@@ -7,7 +7,7 @@ function, the `model` of the class's record in `accelsim.devices.registry`:
 
 (`extra`: what the record says the class takes beside, `DeviceClass.cost`: the batch, a host.)
 
-`software` is a resolved `accelsim.devices.software.SoftwareStack` (or a stack name, which the
+`software` is a resolved `accelsim.profiles.software.SoftwareStack` (or a stack name, which the
 GPU and CPU models resolve; the other classes run compiled graphs and ignore it).
 
 `work` is `accelsim.workload.work.work_table` (one row per op x phase), `gemms` is

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from accelsim.datafiles import builtin_files
-from accelsim.devices.profile_energy import EnergyConstants, load_energy_constants
 from accelsim.errors import AccelsimError, ConfigError
+from accelsim.profiles.energy import EnergyConstants, load_energy_constants
 
 # Landauer's bound on the energy of erasing one bit, kT ln 2: Boltzmann's constant (exact since
 # the 2019 SI redefinition) at 300 K. NB: room temperature; a running die is hotter, which would
@@ -237,8 +237,8 @@ def _reference_die_scale_per_nm() -> float:
     stream, DRAM at peak bandwidth and static power fill its TDP exactly. NB: energy is
     charged per operation done, so a GPU at its achieved rate must draw what the real card
     draws at full load; at the datasheet peak it would draw more."""
-    from accelsim.devices.efficiency import load_efficiency
-    from accelsim.devices.profile import load_profile
+    from accelsim.profiles.devices import load_profile
+    from accelsim.profiles.efficiency import load_efficiency
 
     name, _ = dvfs_settings()
     ref = load_profile(name)

@@ -4,7 +4,7 @@
     est.step_time_s, est.throughput_samples_per_s, est.layers  # a DataFrame, one row per op x phase
 
 A pure function of its inputs: the software stack is resolved for the device class and the
-host CPU (`accelsim.devices.software`; its per-step host time is added here), the class's
+host CPU (`accelsim.profiles.software`; its per-step host time is added here), the class's
 record is looked up by the profile's class (`accelsim.devices.registry`: its cost model and
 what the class takes beside, its limits and notes), the roofline and power cap (DVFS where the
 record says so, `accelsim.devices.dvfs`) are applied by `accelsim.devices.core.finish`, and the
@@ -25,8 +25,8 @@ from accelsim.devices import registry
 from accelsim.devices.core import bottleneck, finish
 from accelsim.devices.invariants import check_estimate, check_graph
 from accelsim.devices.precision import cannot_train, compute_precision, hardware_key
-from accelsim.devices.software import DEFAULT, SoftwareStack, resolve_software
 from accelsim.errors import AccelsimError
+from accelsim.profiles.software import DEFAULT, SoftwareStack, resolve_software
 from accelsim.workload.graph import Graph
 from accelsim.workload.memory import largest_batch, memory_need
 from accelsim.workload.tables import totals, unsupported_ops

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices import energy
-from accelsim.workload.ops import ELEMENTWISE_KINDS, OpKind
+from accelsim.profiles.software import FUSION_GROUP_OPS
 
 # Partial sums are kept 32 bits wide (int32 for int8 MACs, fp32 for bf16/fp16): an
 # architectural convention of the TPU MXU, the DPU and NPU MAC arrays, not a device figure.
@@ -30,11 +30,6 @@ DOUBLE_BUFFERED_RESIDENT_FRACTION = 0.5
 # (`gemms_for`): dX (m x k) = dY (m x n) @ W^T (n x k); dW (k x n) = X^T (k x m) @ dY (m x n).
 GRADIENT_GEMMS = {"dx": ("m", "k", "n"), "dw": ("k", "n", "m")}
 # Op groups a compiler may fuse into their producer kernel (a software stack's `graph.fuses`).
-FUSION_GROUP_OPS = {
-    "elementwise": frozenset(k.value for k in ELEMENTWISE_KINDS),
-    "normalization": frozenset({OpKind.BATCHNORM.value, OpKind.LAYERNORM.value,
-                                OpKind.RMSNORM.value, OpKind.SOFTMAX.value}),
-}
 FUSABLE_OPS = FUSION_GROUP_OPS["elementwise"] | FUSION_GROUP_OPS["normalization"]
 _DIMS = ("m", "n", "k")
 

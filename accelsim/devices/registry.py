@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.core import ClassModel
-from accelsim.devices.profile_schema import ClassSchema, register_class_schema
-from accelsim.devices.software import register_stack_class
 from accelsim.errors import AccelsimError
+from accelsim.profiles.device_schema import ClassSchema, register_class_schema
+from accelsim.profiles.software import register_stack_class
 
 PeakFn = Callable[[Any, str], tuple[float, float]]
 # (profile, layers, precision, matmul rows, matrix peak per row) -> the matrix peak per row
@@ -114,7 +114,7 @@ class DeviceClass:
 @lru_cache(maxsize=8)
 def _stand_in_host(name: str) -> Any:
     """A built-in host CPU profile, loaded once."""
-    from accelsim.devices.profile import load_profile
+    from accelsim.profiles.devices import load_profile
 
     return load_profile(name)
 

@@ -32,7 +32,6 @@ from typing import Any
 
 import pandas as pd
 
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.collectives import (
     allreduce_time_s,
@@ -41,6 +40,7 @@ from accelsim.interconnect.collectives import (
     wire_bytes,
 )
 from accelsim.interconnect.nccl import achievable, collective_record, collective_time_s
+from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.links import Link
 
 NETWORK_ALGORITHMS = ("ring", "tree")  # the cross-node all-reduce (nvls is in-node only)

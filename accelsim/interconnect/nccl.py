@@ -21,10 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.interconnect.collectives import bus_factor, op_algorithms
 from accelsim.interconnect.collectives import collective_time_s as closed_form_s
+from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.links import Link
 
 AUTO = "auto"

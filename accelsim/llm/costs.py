@@ -22,11 +22,9 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.core import finish
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import dynamic_energy_j
 from accelsim.devices.estimate import class_model, power_limits_w, voltage_floor
 from accelsim.devices.mapping import listed_vector_peak
-from accelsim.devices.software import resolve_software
 from accelsim.errors import AccelsimError
 from accelsim.llm.models import DecoderConfig
 from accelsim.llm.work import (
@@ -40,6 +38,8 @@ from accelsim.llm.work import (
     head_rows,
     layer_rows,
 )
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import resolve_software
 
 COMPUTE_FORMATS = ("fp16", "bf16")
 # Bytes per weight of each storage format.
@@ -105,7 +105,7 @@ class Platform:
 
     @property
     def stack(self) -> Any:
-        """The software stack the device runs (`accelsim.devices.software`)."""
+        """The software stack the device runs (`accelsim.profiles.software`)."""
         return resolve_software(self.software, self.profile.device_class)[0]
 
     @property

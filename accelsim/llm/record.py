@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from accelsim.devices.software import DEFAULT
 from accelsim.llm.costs import Platform
 from accelsim.llm.memory import MemoryPlan, memory_plan
 from accelsim.llm.parallel import Layout
+from accelsim.profiles.software import DEFAULT
 
 DEFAULT_PROMPT_TOKENS = 512
 DEFAULT_OUTPUT_TOKENS = 128

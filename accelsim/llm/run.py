@@ -24,8 +24,6 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.estimate import capacity_bytes
-from accelsim.devices.profile import with_dataflow
-from accelsim.devices.software import resolve_software
 from accelsim.errors import AccelsimError
 from accelsim.llm.costs import QUANTISED, Platform, check_platform
 from accelsim.llm.infer import infer_batch
@@ -40,7 +38,9 @@ from accelsim.llm.record import (
     memory_record,
 )
 from accelsim.llm.steps import StepModel
+from accelsim.profiles.devices import with_dataflow
 from accelsim.profiles.hardware import host_clock_hz, resolve_hardware
+from accelsim.profiles.software import resolve_software
 from accelsim.results.records import Recorder
 from accelsim.sim.spec import SimulationConfig, SimulationResult
 

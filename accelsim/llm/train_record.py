@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from accelsim.devices.software import DEFAULT
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB, MIB
 from accelsim.interconnect.collectives import ALGORITHMS
@@ -19,6 +18,7 @@ from accelsim.interconnect.nccl import AUTO
 from accelsim.llm.costs import Platform
 from accelsim.llm.parallel import Layout, replicas
 from accelsim.llm.train import TrainSplit, train_step
+from accelsim.profiles.software import DEFAULT
 from accelsim.sim.straggler import SPREAD_RANGE, class_spread, expected_max, is_spread
 
 # the pipeline's training knobs a decoder's step takes (`accelsim.sim.knobs`)

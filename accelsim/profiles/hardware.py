@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from accelsim.devices.profile import builtin_profile_names, load_profile
 from accelsim.errors import ConfigError, UnknownNameError
+from accelsim.profiles.devices import builtin_profile_names, load_profile
 from accelsim.profiles.links import available_links, load_link
 from accelsim.profiles.systems import System, available_systems, load_system
 from accelsim.schema import read_toml
@@ -42,9 +42,9 @@ def host_system_for(profile: Any) -> System:
 
 def host_clock_hz(system: System) -> float | None:
     """The single-thread clock of `system`'s host CPU, which scales a software stack's host
-    time (`accelsim.devices.software`); None where the host is not a built-in CPU profile
+    time (`accelsim.profiles.software`); None where the host is not a built-in CPU profile
     (an inline CPU) or its profile publishes none: the stack's reference host then."""
-    from accelsim.devices.software import host_single_thread_hz
+    from accelsim.profiles.software import host_single_thread_hz
 
     if system.host.cpu not in builtin_profile_names():
         return None

@@ -20,8 +20,8 @@ import pandas as pd
 
 from accelsim.devices.core import explain_bound
 from accelsim.devices.estimate import DeviceEstimate, estimate, summary
-from accelsim.devices.profile import with_dataflow
 from accelsim.errors import AccelsimError
+from accelsim.profiles.devices import with_dataflow
 from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile, resolve_hardware
 from accelsim.results.metrics import ROLES
 from accelsim.results.records import Recorder

@@ -31,18 +31,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from accelsim.devices.software import (
+from accelsim.errors import AccelsimError
+from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB
+from accelsim.interconnect.collectives import ALGORITHMS
+from accelsim.interconnect.nccl import AUTO, check_algorithm, proxy_cores_per_rank
+from accelsim.profiles.datasets import Dataset, load_dataset
+from accelsim.profiles.software import (
     DEFAULT,
     check_software,
     is_stack_file,
     resolve_software,
     software_choices,
 )
-from accelsim.errors import AccelsimError
-from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB
-from accelsim.interconnect.collectives import ALGORITHMS
-from accelsim.interconnect.nccl import AUTO, check_algorithm, proxy_cores_per_rank
-from accelsim.profiles.datasets import Dataset, load_dataset
 from accelsim.profiles.storage import StorageMedium, load_storage
 from accelsim.profiles.systems import GDS_STORAGE_KINDS, System
 from accelsim.sim.decode import DecodePlan, decode_plan

@@ -5,7 +5,7 @@ Rule (a contract; `prep_scale`): decode + augment time per sample on one core is
     t_host = t_ref x (f_ref / f_host) x ((1 - s) + s x w_ref / w_host)
 - f: the core's single-thread-equivalent clock (`single_thread_equiv_clock` of CPU profiles:
   max turbo x per-clock performance relative to an Ice Lake core, the same figure that scales
-  the framework's host time in `accelsim.devices.software`), else its max turbo, else its clock;
+  the framework's host time in `accelsim.profiles.software`), else its max turbo, else its clock;
   for the reference, the dataset's `prep_reference_clock_ghz`. Per-clock performance and clock
   enter once, as a product: an unvectorised decoder's time is cycles / clock, and cycles per
   sample scale inversely with the core's per-clock performance.
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.errors import AccelsimError
+from accelsim.profiles.efficiency import load_efficiency
 
 
 def core_clock_hz(compute: Any) -> float | None:
@@ -55,7 +55,7 @@ def host_cpu(host: Any) -> tuple[str, float | None, int | None]:
     its profile, else the inline definition in the system file (clock only)."""
     if host.cpu_inline is not None:
         return host.cpu_inline.name, host.cpu_inline.clock_hz, None
-    from accelsim.devices.profile import load_profile
+    from accelsim.profiles.devices import load_profile
 
     try:
         compute = load_profile(host.cpu).compute

@@ -194,8 +194,8 @@ def _host_rates(plan: TrainPlan, notes: list[str]) -> tuple[float, float]:
     """(W per busy host core, DRAM J per byte) from the host CPU profile, 0 if unknown."""
     host = plan.system.host
     try:
-        from accelsim.devices.profile import load_profile
-        from accelsim.devices.profile_energy import load_energy_constants
+        from accelsim.profiles.devices import load_profile
+        from accelsim.profiles.energy import load_energy_constants
 
         cpu = load_profile(host.cpu)
         core_w = cpu.power.tdp_w / cpu.compute.cores

@@ -31,16 +31,11 @@ import pandas as pd
 import simpy
 
 from accelsim.devices.invariants import check_serving
-from accelsim.devices.software import (
-    DEFAULT,
-    check_software,
-    is_stack_file,
-    software_choices,
-)
 from accelsim.errors import AccelsimError, UnknownNameError
 from accelsim.formats import FORMATS, get_format
 from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile
 from accelsim.profiles.links import Link, load_link
+from accelsim.profiles.software import DEFAULT, check_software, is_stack_file, software_choices
 from accelsim.profiles.systems import System, load_system
 from accelsim.results.records import Recorder
 from accelsim.sim.batching import REL_TOLERANCE, batch_to_take, next_wake_s
@@ -301,7 +296,7 @@ class _Server:
 def _resolve(cfg: ServeConfig) -> tuple[Scenario, Any, Link | None, int, System | None]:
     """Load the workload, device profile, host link, device count and system named by
     `cfg`."""
-    from accelsim.devices.profile import load_profile
+    from accelsim.profiles.devices import load_profile
 
     sc = cfg.workload if isinstance(cfg.workload, Scenario) else resolve_workload(cfg.workload)
     system = load_system(cfg.system) if isinstance(cfg.system, str) else cfg.system

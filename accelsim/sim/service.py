@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.estimate import estimate, power_limits_w
-from accelsim.devices.software import resolve_software
 from accelsim.errors import AccelsimError
 from accelsim.formats import get_format
 from accelsim.interconnect.links import transfer_energy_j, transfer_time_s
 from accelsim.profiles.links import Link, available_links, load_link
+from accelsim.profiles.software import resolve_software
 from accelsim.workload.graph import Graph
 
 INDEX_BYTES = 4  # NB: token ids cross the link as int32.

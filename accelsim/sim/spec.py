@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from accelsim.devices.software import DEFAULT
 from accelsim.errors import AccelsimError
+from accelsim.profiles.software import DEFAULT
 from accelsim.workload.scenario import Scenario
 
 MODES = ("infer", "train", "serve")

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.errors import ConfigError
+from accelsim.profiles.efficiency import load_efficiency
 from accelsim.sim.costs import PhaseCost
 
 MAX_SPREAD = 0.2  # NB: beyond this a normal draw below -1/spread (a negative time) is not rare

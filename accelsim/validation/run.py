@@ -38,9 +38,9 @@ from accelsim.calibrate.stack_fit import (
     predictions,
     stack_for_key,
 )
-from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.software import DEFAULT, MAX_MODIFIER, builtin_stacks
 from accelsim.errors import AccelsimError
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import DEFAULT, MAX_MODIFIER, builtin_stacks
 
 MODIFIERS = {"tensor_core": "tensor_core_efficiency", "cuda_core": "cuda_core_efficiency",
              "dram_bandwidth": "dram_bandwidth_efficiency"}
@@ -49,7 +49,7 @@ MODIFIERS = {"tensor_core": "tensor_core_efficiency", "cuda_core": "cuda_core_ef
 def predict_row(row: Row) -> float:
     """The model's value for `row`, in its unit (samples/s or ms)."""
     from accelsim.devices.estimate import estimate
-    from accelsim.devices.profile import load_profile
+    from accelsim.profiles.devices import load_profile
     from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile, resolve_hardware
     from accelsim.workload.zoo import build_model
 
@@ -117,7 +117,7 @@ def fit_rows(rows: list[Row], folds: int = 5, by_device: bool = False) -> FitRes
     """Fit the GPU class factors and the rows' stacks (see the module docstring). With
     `by_device` the held-out folds are the rows' devices instead (leave-one-device-out: each
     device predicted by a fit on the others'; `folds` is then the device count)."""
-    from accelsim.devices.profile import load_profile
+    from accelsim.profiles.devices import load_profile
 
     gpu, left_out = [], []
     for r in rows:

@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
 from accelsim.calibrate.stack_fit import Run  # noqa: E402
 from accelsim.devices.estimate import estimate  # noqa: E402
-from accelsim.devices.profile import load_profile  # noqa: E402
+from accelsim.profiles.devices import load_profile  # noqa: E402
 from accelsim.profiles.hardware import host_clock_hz  # noqa: E402
 from accelsim.profiles.systems import load_system  # noqa: E402
 from accelsim.sim.config import TrainConfig  # noqa: E402

@@ -39,12 +39,12 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
-from accelsim.devices.efficiency import load_efficiency  # noqa: E402
 from accelsim.devices.estimate import estimate  # noqa: E402
 from accelsim.devices.fpga import model as fpga  # noqa: E402
-from accelsim.devices.profile import load_profile  # noqa: E402
-from accelsim.devices.profile_types import OverlaySpec  # noqa: E402
-from accelsim.devices.software import load_stack  # noqa: E402
+from accelsim.profiles.device_types import OverlaySpec  # noqa: E402
+from accelsim.profiles.devices import load_profile  # noqa: E402
+from accelsim.profiles.efficiency import load_efficiency  # noqa: E402
+from accelsim.profiles.software import load_stack  # noqa: E402
 from accelsim.workload.zoo import build_model  # noqa: E402
 
 CSV = ROOT / "tests" / "reference" / "calibration_measurements.csv"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
-from accelsim.devices.efficiency import load_efficiency  # noqa: E402
+from accelsim.profiles.efficiency import load_efficiency  # noqa: E402
 from benchmarks.fidelity.cross_validation import run  # noqa: E402
 from benchmarks.report_io import emit  # noqa: E402
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
-from accelsim.devices.profile import load_profile  # noqa: E402
 from accelsim.errors import AccelsimError  # noqa: E402
+from accelsim.profiles.devices import load_profile  # noqa: E402
 from accelsim.run import run_simulation  # noqa: E402
 from accelsim.sim.knobs import make_config  # noqa: E402
 

@@ -69,7 +69,7 @@ def fitted_fraction(case: NcclCase) -> float:
 
 
 def nccl_lines() -> list[str]:
-    from accelsim.devices.efficiency import load_efficiency
+    from accelsim.profiles.efficiency import load_efficiency
 
     eff = load_efficiency("collectives")
     out = ["| row | what | link | GPUs | message | measured busbw (GB/s) | predicted (GB/s) "

@@ -19,7 +19,7 @@ from statistics import median
 
 import pandas as pd
 
-from accelsim.devices.efficiency import load_efficiency
+from accelsim.profiles.efficiency import load_efficiency
 from accelsim.sim.straggler import expected_max
 
 STORED_FOLD = ("system", "dgx-2")

@@ -38,7 +38,7 @@ def pick_device() -> tuple[Any, str]:
     """The a100 if the GPU cost model imports and runs, else the null device."""
     try:
         from accelsim.devices.estimate import estimate
-        from accelsim.devices.profile import load_profile
+        from accelsim.profiles.devices import load_profile
         from accelsim.workload.zoo import build_model
 
         a100 = load_profile("a100")

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
 from accelsim.devices.estimate import estimate  # noqa: E402
-from accelsim.devices.profile import load_profile  # noqa: E402
+from accelsim.profiles.devices import load_profile  # noqa: E402
 from accelsim.workload.zoo import build_model  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "simulate_speed.md"

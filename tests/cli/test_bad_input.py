@@ -69,7 +69,7 @@ def test_a_tpu_whose_peak_disagrees_with_its_arrays_is_refused(capsys, tmp_path,
 
 
 def test_a_range_error_says_the_range_in_the_unit_written(tmp_path):
-    from accelsim.devices.profile import load_profile
+    from accelsim.profiles.devices import load_profile
 
     path = edited(tmp_path, "hw_profiles", "devices/*.toml", "a100", r"^capacity_gb = .*",
                   "capacity_gb = 1e-10")

@@ -44,7 +44,7 @@ def test_console_script_from_another_directory(tmp_path):
 
 
 def test_list_json_has_every_builtin(capsys):
-    from accelsim.devices.profile import builtin_profile_names
+    from accelsim.profiles.devices import builtin_profile_names
 
     code, out, _ = run_cli(capsys, "list", "--json")
     assert code == 0

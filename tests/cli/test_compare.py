@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 import accelsim
-from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
 from accelsim.explore.compare import COLUMNS, compare, compare_runs, roofline_inputs, rows_frame
 from accelsim.plots.compare import compare_figure
 from accelsim.plots.roofline import roof_flops_per_s, roofline_points
+from accelsim.profiles.devices import load_profile
 from accelsim.results.summary import METRICS, ROW_COLUMNS
 from tests.helpers.cli import run_cli
 

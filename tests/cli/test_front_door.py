@@ -7,8 +7,8 @@ import json
 import pytest
 
 import accelsim
-from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
+from accelsim.profiles.devices import load_profile
 from accelsim.workload.memory import largest_batch, memory_need
 from accelsim.workload.zoo import build_model
 from tests.helpers.cli import run_cli

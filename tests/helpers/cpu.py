@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from accelsim.devices.cpu.model import cpu_costs
-from accelsim.devices.profile import load_profile
+from accelsim.profiles.devices import load_profile
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 

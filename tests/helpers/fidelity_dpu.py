@@ -34,8 +34,8 @@ import pandas as pd
 
 from accelsim.devices.estimate import estimate
 from accelsim.devices.fpga import model as fpga
-from accelsim.devices.profile import load_profile
-from accelsim.devices.profile_types import OverlaySpec
+from accelsim.profiles.device_types import OverlaySpec
+from accelsim.profiles.devices import load_profile
 from accelsim.workload.zoo import build_model
 from tests.helpers.paths import REFERENCE
 

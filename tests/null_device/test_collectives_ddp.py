@@ -19,11 +19,11 @@ import pytest
 
 from accelsim.cli import main
 from accelsim.devices.null import NullProfile
-from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import MIB, bucket_count, gradient_buckets
 from accelsim.interconnect.collectives import bus_factor, ring_allreduce_time_s
 from accelsim.interconnect.nccl import achievable, collective_time_s, parse_sizes
+from accelsim.profiles.devices import load_profile
 from accelsim.profiles.systems import load_system
 from accelsim.results.metrics import ROLES
 from accelsim.sim.config import TrainConfig

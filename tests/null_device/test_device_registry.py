@@ -23,12 +23,12 @@ import accelsim
 from accelsim.cli import main
 from accelsim.devices import registry
 from accelsim.devices.invariants import InvariantError
-from accelsim.devices.profile import load_profile
-from accelsim.devices.profile_schema import ClassSchema, device_classes
-from accelsim.devices.software import stack_classes
 from accelsim.errors import ConfigError
 from accelsim.explore.compare import compare_runs
+from accelsim.profiles.device_schema import ClassSchema, device_classes
+from accelsim.profiles.devices import load_profile
 from accelsim.profiles.hardware import host_clock_hz, resolve_hardware
+from accelsim.profiles.software import stack_classes
 from accelsim.workload.work import work_table
 from accelsim.workload.zoo import build_model
 

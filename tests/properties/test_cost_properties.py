@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from accelsim.devices import cpu, gpu  # noqa: F401 - registers the class models
 from accelsim.devices.estimate import estimate
-from accelsim.devices.profile import load_profile
+from accelsim.profiles.devices import load_profile
 from accelsim.workload.zoo import build_model
 
 

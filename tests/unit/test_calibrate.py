@@ -13,9 +13,9 @@ from accelsim.calibrate.fit import case_key, fit_efficiencies, with_group_figure
 from accelsim.calibrate.run import calibrate
 from accelsim.calibrate.write import toml_text
 from accelsim.devices.cpu.model import cpu_costs
-from accelsim.devices.profile import load_profile
-from accelsim.devices.software import load_stack, resolve_software, stack_fields
 from accelsim.errors import ConfigError
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.software import load_stack, resolve_software, stack_fields
 from accelsim.profiles.storage import load_storage
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
@@ -131,7 +131,7 @@ def test_a_serial_figure_the_joint_fit_cannot_separate_from_zero_is_dropped_to_t
     # positive: it is dropped (slope 1 / the stack's cap, 10) and the GEMM rate refitted alone,
     # the closed-form slope in relative error of what is left.
     from accelsim.calibrate.fit import fit_with_pack
-    from accelsim.devices.software import MAX_CPU_EFFICIENCY
+    from accelsim.profiles.software import MAX_CPU_EFFICIENCY
 
     keys = ["gemm_int8"] * 3 + ["relu_int8"] * 2
     work = np.array([1e-4, 1e-3, 1e-2, 1e-4, 1e-3])

@@ -22,9 +22,9 @@ from accelsim.devices.estimate import estimate
 from accelsim.devices.fpga import model as fpga
 from accelsim.devices.invariants import InvariantError
 from accelsim.devices.npu import model as npu
-from accelsim.devices.profile import load_profile
 from accelsim.devices.systolic import model as systolic
 from accelsim.errors import ConfigError
+from accelsim.profiles.devices import load_profile
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 

@@ -14,11 +14,11 @@ import pytest
 from accelsim.calibrate.alloc_bench import AllocatorFigures, mmap_threshold_max_bytes
 from accelsim.calibrate.write import measured_stack, toml_text, with_allocator
 from accelsim.devices.cpu.alloc import fresh_bytes, gemm_temporaries_bytes
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import dynamic_energy_j
-from accelsim.devices.profile import load_profile
-from accelsim.devices.software import builtin_stacks, load_stack
 from accelsim.errors import ConfigError
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import builtin_stacks, load_stack
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 from tests.helpers.cpu import row

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from accelsim.devices.cpu.model import cpu_costs
-from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.profile import load_profile
-from accelsim.devices.software import builtin_stacks
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import builtin_stacks
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 

@@ -14,9 +14,9 @@ from accelsim.calibrate.pass_bench import PASS_SIZES, measure_passes, pass_names
 from accelsim.calibrate.write import measured_stack, toml_text, with_passes
 from accelsim.devices.cpu.model import cpu_costs
 from accelsim.devices.cpu.passes import PassTable
-from accelsim.devices.profile import load_profile
-from accelsim.devices.software import builtin_stacks, load_stack
 from accelsim.errors import ConfigError
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.software import builtin_stacks, load_stack
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 from tests.helpers.cpu import row as _row  # one M x K x N linear row's costs

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from accelsim.devices.fpga import model as fpga
-from accelsim.devices.profile import load_profile
+from accelsim.profiles.devices import load_profile
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 

@@ -9,7 +9,7 @@ import pytest
 from accelsim.devices.dvfs import MIN_CLOCK_FRACTION, throttle
 from accelsim.devices.energy import die_energy_scale, dvfs_settings
 from accelsim.devices.estimate import estimate, summary
-from accelsim.devices.profile import load_profile
+from accelsim.profiles.devices import load_profile
 from accelsim.workload.zoo import build_model
 
 

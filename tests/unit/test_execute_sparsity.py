@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from accelsim.devices.estimate import estimate
-from accelsim.devices.profile import load_profile, load_profile_file
 from accelsim.formats import get_format
 from accelsim.kernels.measure import (
     is_2_4_sparse,
@@ -22,6 +21,7 @@ from accelsim.kernels.measure import (
     prune_2_4,
     zero_share,
 )
+from accelsim.profiles.devices import load_profile, load_profile_file
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.workload.ops import Op, OpKind

@@ -8,15 +8,15 @@ import pytest
 
 from accelsim.devices.core import finish
 from accelsim.devices.cpu import model as cpu
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import die_energy_scale, energy_constants, static_power_w
 from accelsim.devices.estimate import class_model, estimate
 from accelsim.devices.mapping import forward_dims, refetch_bytes, row_gemms
-from accelsim.devices.profile import load_all_profiles, load_profile
-from accelsim.devices.software import load_stack
 from accelsim.devices.tiling import gemm_quantization, row_gemm_factors
 from accelsim.errors import AccelsimError
 from accelsim.formats import get_format
+from accelsim.profiles.devices import load_all_profiles, load_profile
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import load_stack
 from accelsim.workload.zoo import build_model
 
 PROFILES = load_all_profiles()

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.estimate import class_model
 from accelsim.devices.gpu.gemm import ctas_per_sm, gemm_factors, winograd_gemms
-from accelsim.devices.profile import load_profile
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.efficiency import load_efficiency
 from accelsim.workload.work import gemms_for
 from accelsim.workload.zoo import build_model
 

@@ -18,9 +18,9 @@ from accelsim.devices import invariants, registry
 from accelsim.devices.estimate import estimate, summary
 from accelsim.devices.invariants import InvariantError, check_graph, check_serving
 from accelsim.devices.precision import cannot_train
-from accelsim.devices.profile import builtin_profile_names, load_profile
 from accelsim.errors import AccelsimError, ConfigError, PrecisionError, ShapeError
 from accelsim.formats import FORMATS
+from accelsim.profiles.devices import builtin_profile_names, load_profile
 from accelsim.sim.serve import ServeConfig, simulate_serving
 from accelsim.workload.tables import counts_table
 from accelsim.workload.zoo import build_model, model_names

@@ -3,7 +3,6 @@ of a stage's timeline, and the step model that uses them."""
 
 import pytest
 
-from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.nccl import collective_time_s
 from accelsim.llm.costs import Platform
@@ -11,6 +10,7 @@ from accelsim.llm.models import decoder
 from accelsim.llm.parallel import layout
 from accelsim.llm.steps import StepModel
 from accelsim.llm.tp_events import ExposedCache, stage_events, stage_layers_s
+from accelsim.profiles.devices import load_profile
 from accelsim.profiles.systems import load_system
 
 COMPUTE_S = [3e-4, 5e-4, 2e-4, 4e-4, 6e-4]

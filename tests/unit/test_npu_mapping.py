@@ -9,11 +9,11 @@ import math
 import pytest
 
 from accelsim.devices.core import finish
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import static_power_w
 from accelsim.devices.npu import model as npu
-from accelsim.devices.profile import load_profile
 from accelsim.devices.systolic import model as systolic
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.efficiency import load_efficiency
 from accelsim.workload.graph import Graph, GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 

@@ -14,9 +14,9 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from accelsim.devices.estimate import estimate
-from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
 from accelsim.kernels.execute import make_inputs, run_graph
+from accelsim.profiles.devices import load_profile
 from accelsim.workload.graph import Graph, GraphBuilder
 from accelsim.workload.importers.onnx import read_graph
 from accelsim.workload.sources import model_graph

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from accelsim.datafiles import builtin_files
-from accelsim.devices.profile import (
+from accelsim.errors import ConfigError, UnknownNameError
+from accelsim.profiles.device_schema import MEMORY_TECHNOLOGIES, PRECISIONS
+from accelsim.profiles.devices import (
     builtin_profile_names,
     list_profiles,
     load_all_profiles,
     load_profile,
 )
-from accelsim.devices.profile_energy import load_energy_constants
-from accelsim.devices.profile_schema import MEMORY_TECHNOLOGIES, PRECISIONS
-from accelsim.errors import ConfigError, UnknownNameError
+from accelsim.profiles.energy import load_energy_constants
 from tests.helpers.paths import REFERENCE
 
 REFERENCE_CSV = REFERENCE / "hardware_specs.csv"

@@ -15,16 +15,16 @@ import pytest
 from accelsim.devices.estimate import estimate
 from accelsim.devices.gpu.model import gpu_costs
 from accelsim.devices.mapping import FUSION_GROUP_OPS
-from accelsim.devices.profile import load_profile
-from accelsim.devices.software import (
+from accelsim.errors import ConfigError, UnknownNameError
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.hardware import host_clock_hz, resolve_hardware
+from accelsim.profiles.software import (
     builtin_stacks,
     check_software,
     default_stack,
     load_stack,
     resolve_software,
 )
-from accelsim.errors import ConfigError, UnknownNameError
-from accelsim.profiles.hardware import host_clock_hz, resolve_hardware
 from accelsim.profiles.systems import load_system
 from accelsim.workload.work import gemms_for, work_table
 from accelsim.workload.zoo import build_model
@@ -226,7 +226,7 @@ def test_a_served_batch_pays_the_server_stack_per_request(tmp_path: Path) -> Non
 def test_gpu_fitted_modifiers_do_not_reach_other_classes() -> None:
     """A stack whose [efficiency] modifiers hold on GPUs only (`efficiency_classes`) runs a CPU
     at modifiers 1; without the field a modifier holds on every class of the stack."""
-    from accelsim.devices.software import load_stack
+    from accelsim.profiles.software import load_stack
 
     mxnet = load_stack("mxnet")
     assert mxnet.efficiency_classes == ("gpu",)
@@ -240,8 +240,8 @@ def test_gpu_fitted_modifiers_do_not_reach_other_classes() -> None:
 def test_a_stack_with_the_old_cpu_tile_keys_is_refused_naming_the_field(tmp_path) -> None:
     """`[cpu_tiling]` keys name the register micro-tile (`micro_tile_m/_n`); a file written
     with the former per-core tile keys fails loudly instead of being read with a new meaning."""
-    from accelsim.devices.software import load_stack
     from accelsim.errors import ConfigError
+    from accelsim.profiles.software import load_stack
 
     text = Path("hw_profiles/software/pytorch-eager.toml").read_text(encoding="utf-8")
     old = tmp_path / "old.toml"
@@ -276,7 +276,7 @@ def test_a_stack_without_an_optional_figure_takes_the_class_defaults(
     """An optional figure a stack file leaves out is the device class's default stack's (the
     same number: a run on such a stack moves nothing); where the default has none either, the
     run is refused in one line naming the file and the field."""
-    from accelsim.devices import software
+    from accelsim.profiles import software
 
     path = _without(tmp_path, section, key)
     bare = load_stack(path)

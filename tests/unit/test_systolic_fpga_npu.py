@@ -18,10 +18,10 @@ from accelsim.devices.core import finish, kernel_groups
 from accelsim.devices.energy import static_power_w
 from accelsim.devices.fpga import model as fpga
 from accelsim.devices.mapping import DOUBLE_BUFFERED_RESIDENT_FRACTION, refetch_bytes
-from accelsim.devices.profile import load_all_profiles, load_profile
-from accelsim.devices.profile_types import DeviceProfile
 from accelsim.devices.systolic import model as systolic
 from accelsim.devices.systolic.emulator import emulate_gemm
+from accelsim.profiles.device_types import DeviceProfile
+from accelsim.profiles.devices import load_all_profiles, load_profile
 from accelsim.workload.graph import Graph, GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 from accelsim.workload.zoo import build_model

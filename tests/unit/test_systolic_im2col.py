@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from accelsim.devices.profile_types import SramSpec
 from accelsim.devices.systolic.im2col import Im2col, conv_walk
 from accelsim.devices.systolic.model import cycles_per_fold
 from accelsim.devices.systolic.sram import gemm_memory, simulate_reads
 from accelsim.devices.systolic.streams import read_streams
+from accelsim.profiles.device_types import SramSpec
 
 
 def ofmap_size(size: int, kernel: int, stride: int) -> int:

@@ -4,8 +4,6 @@ naive loop over the engine's steps."""
 
 import pytest
 
-from accelsim.devices.efficiency import load_efficiency
-from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.nccl import collective_time_s
 from accelsim.llm.costs import Platform, shape_costs
@@ -13,6 +11,8 @@ from accelsim.llm.memory import memory_plan, shard_layer_params
 from accelsim.llm.models import BUILTINS, PUBLISHED_PARAMS, decoder
 from accelsim.llm.parallel import layout
 from accelsim.llm.steps import StepModel, decode_step
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.systems import load_system
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config

@@ -122,7 +122,7 @@ def test_the_highest_rate_meeting_the_targets_is_where_p99_crosses_them():
 
 def test_a_mostly_idle_server_draws_static_power_plus_at_most_tdp_while_busy():
     from accelsim.devices.estimate import power_limits_w
-    from accelsim.devices.profile import load_profile
+    from accelsim.profiles.devices import load_profile
 
     tdp_w, static_w = power_limits_w(load_profile("a100"))
     r = run("llama2_7b", "a100", mode="serve", rate=0.05, requests=30, prompt_tokens=256,

@@ -5,13 +5,13 @@ what recomputation trades."""
 import numpy as np
 import pytest
 
-from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.nccl import achievable
 from accelsim.llm.costs import Platform
 from accelsim.llm.models import decoder
 from accelsim.llm.parallel import layout
 from accelsim.llm.train import TrainSplit, train_memory, train_step
+from accelsim.profiles.devices import load_profile
 from accelsim.profiles.systems import load_system
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config

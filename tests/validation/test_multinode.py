@@ -14,12 +14,12 @@ from dataclasses import replace
 import pytest
 
 from accelsim.cli import main
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.null import NullProfile
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.multinode import fabric, multinode_time_s, multinode_wire_bytes
 from accelsim.interconnect.nccl import achievable, collective_time_s
 from accelsim.profiles.datasets import load_dataset
+from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.systems import InlineCpu, load_system
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.hostprep import prep_scale
@@ -275,7 +275,7 @@ def test_each_node_sends_its_ring_share_of_the_gradients_over_the_network() -> N
 def test_npu_fallback_runs_on_the_systems_own_cpu() -> None:
     import accelsim
     from accelsim.devices.estimate import estimate
-    from accelsim.devices.profile import load_profile
+    from accelsim.profiles.devices import load_profile
     from accelsim.workload.zoo import build_model
 
     graph, tpu = build_model("bert_base"), load_profile("edge-tpu")

@@ -17,9 +17,9 @@ import tomllib
 import pytest
 
 from accelsim.cli import main
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.fpga import model as fpga
-from accelsim.devices.profile import load_profile
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.efficiency import load_efficiency
 from accelsim.sim.service import device_host_link, service_table
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table

@@ -15,12 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from accelsim.devices.profile_types import SramSpec
 from accelsim.devices.systolic.memory import gemm_figures
 from accelsim.devices.systolic.scalesim.config import cfg_text, read_profile
 from accelsim.devices.systolic.scalesim.report import BANDWIDTH, COMPUTE, DETAILED, scalesim_tables
 from accelsim.devices.systolic.sram import gemm_memory
 from accelsim.errors import ConfigError
+from accelsim.profiles.device_types import SramSpec
 from accelsim.workload.importers.topology import read_graph
 from accelsim.workload.work import gemms_for
 from tests.helpers.cli import run_cli

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from accelsim.devices.estimate import estimate
-from accelsim.devices.profile import load_profile
+from accelsim.profiles.devices import load_profile
 from accelsim.profiles.hardware import host_clock_hz
 from accelsim.profiles.systems import load_system
 from accelsim.workload.zoo import build_model

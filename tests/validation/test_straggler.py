@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from accelsim.devices.null import NullProfile
-from accelsim.devices.profile import load_profile
 from accelsim.errors import AccelsimError
+from accelsim.profiles.devices import load_profile
 from accelsim.sim.config import TrainConfig
 from accelsim.sim.run import TrainResult, simulate_training
 from accelsim.sim.straggler import (

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from accelsim.devices.cpu.model import cpu_costs, matmul_path, vector_peak_flops_per_s
-from accelsim.devices.profile_schema import ClassSchema
 from accelsim.devices.registry import DeviceClass, register
+from accelsim.profiles.device_schema import ClassSchema
 
 
 def peaks(profile: Any, precision: str) -> tuple[float, float]:

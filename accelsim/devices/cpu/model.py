@@ -50,13 +50,7 @@ import pandas as pd
 from accelsim.devices.cpu.alloc import fresh_bytes, fresh_pages
 from accelsim.devices.cpu.blas import PACK_PASSES, blas_gemm_terms, pack_bytes
 from accelsim.devices.cpu.passes import FP32_BYTES, pass_times_s
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import kernel_counts, per_row, row_energy_j, row_gemms
-from accelsim.devices.software import (
-    SoftwareStack,
-    host_single_thread_hz,
-    resolve_software,
-)
 from accelsim.devices.stack_costs import (
     amp_weight_casts,
     layout_conversions,
@@ -66,6 +60,8 @@ from accelsim.devices.tiling import core_costs, row_traffic_bytes
 from accelsim.errors import AccelsimError
 from accelsim.formats import get_format
 from accelsim.kernels.execute import INT8_KINDS
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import SoftwareStack, host_single_thread_hz, resolve_software
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 

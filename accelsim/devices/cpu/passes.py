@@ -1,5 +1,5 @@
 """Measured element passes priced by the CPU class model (`accelsim.devices.cpu.model`): a
-stack's `[cpu_passes]` tables (`accelsim.devices.pass_tables.PassTable`, where the passes,
+stack's `[cpu_passes]` tables (`accelsim.profiles.pass_tables.PassTable`, where the passes,
 the table format and its loader are described) applied to the passes numpy's kernels make per
 call: the weight casts, the int8 quantisation of GEMM operands and an fp32 GEMV's stream.
 
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from accelsim.devices.mapping import per_row, row_gemms
-from accelsim.devices.pass_tables import PassTable
 from accelsim.formats import get_format
+from accelsim.profiles.pass_tables import PassTable
 
 FP32_BYTES = 4.0
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from accelsim.devices.fpga.model import dsp_macs_per_s, dsp_width, fpga_costs
-from accelsim.devices.profile_schema import ClassSchema
 from accelsim.devices.registry import DeviceClass, register
+from accelsim.profiles.device_schema import ClassSchema
 
 
 def peaks(profile: Any, precision: str) -> tuple[float, float]:

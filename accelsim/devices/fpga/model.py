@@ -48,7 +48,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import (
     DOUBLE_BUFFERED_RESIDENT_FRACTION,
     drain_excess_s,
@@ -61,8 +60,6 @@ from accelsim.devices.mapping import (
     row_gemms,
     vector_flops,
 )
-from accelsim.devices.profile_types import DeviceProfile, OverlaySpec
-from accelsim.devices.software import SoftwareStack
 from accelsim.devices.stack_costs import (
     capped_factor,
     compiled_stack,
@@ -71,6 +68,9 @@ from accelsim.devices.stack_costs import (
 )
 from accelsim.errors import PrecisionError
 from accelsim.formats import get_format
+from accelsim.profiles.device_types import DeviceProfile, OverlaySpec
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import SoftwareStack
 
 # DSP operand width that carries each precision (profile key of compute.macs_per_dsp).
 DSP_WIDTH = {"int8": "int8", "fp8": "int8", "fp16": "int16", "bf16": "int16"}

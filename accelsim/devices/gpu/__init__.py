@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.gpu.model import gpu_costs, matmul_path, vector_peak_flops_per_s
-from accelsim.devices.profile_schema import ClassSchema
 from accelsim.devices.registry import DeviceClass, register
+from accelsim.profiles.device_schema import ClassSchema
 
 
 def peaks(profile: Any, precision: str) -> tuple[float, float]:

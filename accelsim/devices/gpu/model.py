@@ -16,7 +16,7 @@ Per row of the work table:
 - other rows stream their bytes at the achievable DRAM bandwidth; their FLOPs run on the CUDA
   cores at the precision's vector peak (fp32's where the profile lists none: NB PyTorch
   computes half-precision elementwise math in fp32 registers).
-- the software stack (`hw_profiles/software/`, `accelsim.devices.software`) sets the rest:
+- the software stack (`hw_profiles/software/`, `accelsim.profiles.software`) sets the rest:
   every kernel pays a launch gap on the GPU, and the host's framework time per kernel (the
   stack's, scaled to the host CPU) overlaps the GPU's work: a kernel shorter than it leaves
   the GPU idle. Rows of the op groups the stack fuses join their producer kernel (their
@@ -35,11 +35,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.energy import offchip_energy_j
 from accelsim.devices.gpu.gemm import gemm_factors
 from accelsim.devices.mapping import kernel_counts, listed_vector_peak, row_energy_j
-from accelsim.devices.software import SoftwareStack, resolve_software
 from accelsim.devices.stack_costs import (
     amp_weight_casts,
     capped_factor,
@@ -50,6 +48,8 @@ from accelsim.devices.stack_costs import (
 from accelsim.devices.tiling import core_costs, row_traffic_bytes
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.formats import get_format
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import SoftwareStack, resolve_software
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 

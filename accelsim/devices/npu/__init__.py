@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from accelsim.devices.npu.model import DEFAULT_HOST, matmul_rate, npu_costs, vector_rate
-from accelsim.devices.profile_schema import ClassSchema
 from accelsim.devices.registry import DeviceClass, register
+from accelsim.profiles.device_schema import ClassSchema
 
 
 def peaks(profile: Any, precision: str) -> tuple[float, float]:

@@ -58,7 +58,6 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.core import ClassModel, finish
-from accelsim.devices.efficiency import load_efficiency
 from accelsim.devices.mapping import (
     DOUBLE_BUFFERED_RESIDENT_FRACTION,
     drain_excess_s,
@@ -73,8 +72,6 @@ from accelsim.devices.mapping import (
     row_gemms,
     vector_flops,
 )
-from accelsim.devices.profile_types import DeviceProfile
-from accelsim.devices.software import SoftwareStack
 from accelsim.devices.stack_costs import (
     capped_factor,
     compiled_stack,
@@ -83,6 +80,9 @@ from accelsim.devices.stack_costs import (
 )
 from accelsim.devices.systolic import model as systolic
 from accelsim.errors import AccelsimError, PrecisionError
+from accelsim.profiles.device_types import DeviceProfile
+from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.software import SoftwareStack
 
 DEFAULT_HOST = "xeon-8380"  # stand-in host CPU for unsupported ops when no CPU profile is given
 # (the class record's `host_fallback`: the registry loads it and passes it in)

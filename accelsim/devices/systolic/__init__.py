@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from accelsim.devices.profile_schema import MATRIX_PEAKS, ClassSchema
 from accelsim.devices.registry import DeviceClass, register
 from accelsim.devices.systolic.model import mxu_precision, systolic_costs, vector_ops_per_s
 from accelsim.errors import ConfigError
+from accelsim.profiles.device_schema import MATRIX_PEAKS, ClassSchema
 
 # NB: listed peaks are rounded (TPU v3: 123 TFLOP/s for 2 x 128 x 128 x 4 x 940 MHz = 123.2).
 SYSTOLIC_PEAK_TOLERANCE = 0.01

@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.mapping import per_row
-from accelsim.devices.profile_types import SramSpec
 from accelsim.devices.systolic.im2col import MAX_ELEMS, Im2col
 from accelsim.devices.systolic.model import gemm_cycles
 from accelsim.devices.systolic.sram import gemm_memory
+from accelsim.profiles.device_types import SramSpec
 
 DRAM_KEYS = ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes")
 

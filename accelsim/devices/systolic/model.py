@@ -62,8 +62,6 @@ from accelsim.devices.mapping import (
     row_gemms,
     vector_flops,
 )
-from accelsim.devices.profile_types import DeviceProfile
-from accelsim.devices.software import SoftwareStack
 from accelsim.devices.stack_costs import (
     capped_factor,
     compiled_stack,
@@ -72,6 +70,8 @@ from accelsim.devices.stack_costs import (
 )
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.formats import get_format
+from accelsim.profiles.device_types import DeviceProfile
+from accelsim.profiles.software import SoftwareStack
 
 DATAFLOWS = ("ws", "os", "is")
 DEFAULT_DATAFLOW = "ws"

@@ -39,7 +39,6 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from accelsim.devices.profile_types import SramSpec
 from accelsim.devices.systolic.im2col import ConvWalk, Im2col, conv_walk
 from accelsim.devices.systolic.model import array_mapping, cycles_per_fold
 from accelsim.devices.systolic.streams import (
@@ -49,6 +48,7 @@ from accelsim.devices.systolic.streams import (
     read_streams,
     skew_first_line,
 )
+from accelsim.profiles.device_types import SramSpec
 
 ACTIVE_FRACTION = 0.5  # SCALE-Sim's active_buf_frac: half serves the array, half prefetches
 HASH_SETS = 100  # SCALE-Sim's read SRAM: 100 hashed sets of ceil(E / 100) words

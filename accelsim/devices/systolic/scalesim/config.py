@@ -19,7 +19,7 @@ What SCALE-Sim does not say is assumed, and flagged "assumed:" in the profile's 
 clock (cycles are what SCALE-Sim counts; seconds = cycles / clock), the DRAM technology and
 capacity, the host link and the power envelope. The array runs every precision at one MAC per
 PE per cycle (SCALE-Sim has no numeric format), and its SRAMs count elements, not bytes.
-Built through `accelsim.devices.profile.parse_profile`, so the usual profile checks apply.
+Built through `accelsim.profiles.devices.parse_profile`, so the usual profile checks apply.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.devices.energy import energy_constants
-from accelsim.devices.profile import parse_profile
-from accelsim.devices.profile_types import DeviceProfile, SramSpec
 from accelsim.errors import ConfigError, DataFileError
+from accelsim.profiles.device_types import DeviceProfile, SramSpec
+from accelsim.profiles.devices import parse_profile
 from accelsim.profiles.links import load_link
 from accelsim.schema import read_text_file
 
@@ -46,9 +46,7 @@ ASSUMED_CLOCK_MHZ = 1000.0
 ASSUMED_DRAM = "ddr4"
 ASSUMED_CAPACITY_GIB = 1024
 ASSUMED_HOST_LINK = "pcie-gen4-x16"  # its bandwidth: hw_profiles/links/
-# NB: read through `interconnect.links`, the one import of devices/ above its floor (a circle:
-# interconnect imports devices.efficiency); it goes when the link loader moves to the profiles
-# floor (issue 18), as every caller passes only the .cfg path.
+# NB: its figures are read from the link profile (`accelsim.profiles.links`).
 TDP_HEADROOM = 4.0  # the power envelope over the 45 nm peak power: the array never throttles
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 _FILE = "defined: SCALE-Sim .cfg"

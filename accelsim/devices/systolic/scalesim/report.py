@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.profile_types import DeviceProfile
 from accelsim.devices.systolic.model import (
     array_mapping,
     dataflow_of,
@@ -42,6 +41,7 @@ from accelsim.devices.systolic.sram import (
 )
 from accelsim.devices.systolic.streams import DiagonalLayout, Stream, read_streams
 from accelsim.errors import AccelsimError
+from accelsim.profiles.device_types import DeviceProfile
 from accelsim.workload.graph import Graph
 from accelsim.workload.work import gemms_for
 

@@ -78,11 +78,10 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.datafiles import builtin_files
-from accelsim.devices.mapping import FUSION_GROUP_OPS
-from accelsim.devices.pass_tables import split_pass_tables
-from accelsim.devices.profile_schema import load_builtin_classes
 from accelsim.errors import ConfigError, UnknownNameError
 from accelsim.physical import DURATION, FREQUENCY, MAX_BATCH, MAX_INPUT, MAX_THREADS
+from accelsim.profiles.device_schema import load_builtin_classes
+from accelsim.profiles.pass_tables import split_pass_tables
 from accelsim.schema import (
     Field,
     count,
@@ -95,8 +94,14 @@ from accelsim.schema import (
     text,
     texts,
 )
-from accelsim.workload.ops import MATMUL_KINDS, OpKind
+from accelsim.workload.ops import ELEMENTWISE_KINDS, MATMUL_KINDS, OpKind
 
+# The op kinds each `fuses` group of a stack names (the device models fuse them).
+FUSION_GROUP_OPS = {
+    "elementwise": frozenset(k.value for k in ELEMENTWISE_KINDS),
+    "normalization": frozenset({OpKind.BATCHNORM.value, OpKind.LAYERNORM.value,
+                                OpKind.RMSNORM.value, OpKind.SOFTMAX.value}),
+}
 FUSION_GROUPS = tuple(FUSION_GROUP_OPS)  # "elementwise", "normalization"
 TF32_GROUPS = ("conv", "matmul")  # `graph.fp32_on_tf32`: convolutions, other matmul-like ops
 LEGACY_NAMES = ("eager", "compiled")  # the software knob's values before stacks were data

@@ -1,6 +1,6 @@
 """Measured element-pass tables: a stack's time per element of numpy's per-call passes over
 an array, by the array's working set, as a stack file gives them (`[cpu_passes]`, read by the
-stack loader `accelsim.devices.software`; priced by the CPU class model,
+stack loader `accelsim.profiles.software`; priced by the CPU class model,
 `accelsim.devices.cpu.passes`; written by `accelsim calibrate`).
 
     table = PassTable((1 << 21, 1 << 25), (1.75e-9, 3.4e-9))  # bytes: 2 and 32 MiB of fp32

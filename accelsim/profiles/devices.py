@@ -1,6 +1,6 @@
 """Device hardware profiles: load `hw_profiles/devices/<name>.toml` into a frozen `DeviceProfile`.
 
-    >>> from accelsim.devices.profile import load_profile
+    >>> from accelsim.profiles.devices import load_profile
     >>> a100 = load_profile("a100")                 # built-in name = file stem; or a .toml path
     >>> a100.offchip_memory.bandwidth_bytes_per_s   # 2039 GB/s in the TOML
     2039000000000.0
@@ -82,7 +82,7 @@ not re-read), "assumed:" (a placeholder), "not found:". `DeviceProfile.flagged_f
 the fields resting on proxy / unverified / assumed figures, for reports.
 
 ENERGY constants are not in device profiles: `hw_profiles/energy/constants.toml`, loaded by
-`accelsim.devices.profile_energy.load_energy_constants()` (per-op and per-MAC energy per precision,
+`accelsim.profiles.energy.load_energy_constants()` (per-op and per-MAC energy per precision,
 SRAM read energy, off-chip energy keyed by `offchip_memory.technology`, link I/O energy).
 """
 
@@ -90,18 +90,21 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from accelsim.datafiles import builtin_files
-from accelsim.devices.profile_schema import (
+from accelsim.errors import AccelsimError, ConfigError
+from accelsim.profiles.device_schema import (
     MATRIX_PEAKS,
     VECTOR_PEAKS,
     class_field,
     class_schema,
     profile_fields,
+    schema_generation,
 )
-from accelsim.devices.profile_types import (
+from accelsim.profiles.device_types import (
     ComputeSpec,
     DeviceProfile,
     HostLinkSpec,
@@ -111,8 +114,7 @@ from accelsim.devices.profile_types import (
     PeerLinkSpec,
     PowerSpec,
 )
-from accelsim.errors import AccelsimError, ConfigError
-from accelsim.schema import find_profile, parse_field, read_toml
+from accelsim.schema import find_profile, parse_field, parse_toml_text, read_text_file
 from accelsim.schema import parse_profile as parse_sourced
 
 __all__ = [
@@ -149,9 +151,18 @@ def load_profile(name_or_path: str | os.PathLike[str]) -> DeviceProfile:
 
 
 def load_profile_file(path: str | os.PathLike[str]) -> DeviceProfile:
-    """Load and validate one profile file; its name is the file stem."""
+    """Load and validate one profile file; its name is the file stem. Validated once per
+    process for each text of the file (and set of registered classes): a sweep loading the
+    same profile at every point pays for it once, an edited file is read anew."""
     path = Path(path)
-    return parse_profile(read_toml(path), name=path.stem, source=str(path))
+    return _validated(path, read_text_file(path), schema_generation())
+
+
+@lru_cache(maxsize=256)
+def _validated(path: Path, text: str, _generation: int) -> DeviceProfile:
+    # NB: keyed by the whole text (read anyway), not the mtime: never stale within the file
+    # system's timestamp resolution. The profile is frozen; its tables are shared read-only.
+    return parse_profile(parse_toml_text(str(path), text), name=path.stem, source=str(path))
 
 
 def list_profiles() -> list[DeviceProfile]:

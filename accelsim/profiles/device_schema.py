@@ -1,6 +1,6 @@
 """Device-profile schema: which key, in which unit, for which device class.
 
-The contract these tables encode is documented in `accelsim.devices.profile`. Only what is
+The contract these tables encode is documented in `accelsim.profiles.devices`. Only what is
 device-specific lives here: every key a profile may have, the unit suffixes a key may take
 (`clock_mhz` or `clock_ghz` -> `clock_hz`) and the peak-throughput tables. Which class may or
 must have a key is not written here: each device class declares it (a `ClassSchema`, its
@@ -97,6 +97,9 @@ def load_builtin_classes() -> None:
         import accelsim.devices  # noqa: F401 - the one sanctioned upward import: plug-ins
 
 
+_GENERATION = 0
+
+
 def register_class_schema(device_class: str, schema: ClassSchema | None) -> None:
     """Make `device_class` a profile class with these rules (`accelsim.devices.registry`
     calls it; ValueError naming a path no table has); None forgets it (a test's toy class)."""
@@ -108,6 +111,13 @@ def register_class_schema(device_class: str, schema: ClassSchema | None) -> None
             raise ValueError(f"class '{device_class}': no profile key {', '.join(unknown)}")
         _CLASS_SCHEMAS[device_class] = schema
     profile_fields.cache_clear()
+    global _GENERATION
+    _GENERATION += 1
+
+
+def schema_generation() -> int:
+    """How many times the class rules changed: a key for caches of validated profiles."""
+    return _GENERATION
 
 
 def device_classes() -> tuple[str, ...]:

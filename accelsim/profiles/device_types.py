@@ -1,5 +1,5 @@
 """The frozen dataclasses a device profile loads into. SI units throughout: bytes, bytes/s, Hz,
-W, FLOP/s (for int8, OP/s: one multiply-accumulate = 2 ops). See `accelsim.devices.profile` for
+W, FLOP/s (for int8, OP/s: one multiply-accumulate = 2 ops). See `accelsim.profiles.devices` for
 the TOML schema and how its units convert. Instances are picklable; they are not hashable
 (they hold dicts)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from accelsim.devices.profile_schema import PRECISIONS
 from accelsim.errors import UnknownNameError
+from accelsim.profiles.device_schema import PRECISIONS
 from accelsim.schema import flagged_fields
 
 

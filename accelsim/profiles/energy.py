@@ -4,7 +4,7 @@ Per-op, per-MAC, SRAM, DRAM and link energy live in this one file, not in each d
 (static power is another file's concern). A device profile joins it through
 `offchip_memory.technology` (off-chip J/byte) and its precisions (J per MAC):
 
-    >>> from accelsim.devices.profile import load_profile
+    >>> from accelsim.profiles.devices import load_profile
     >>> energy = load_energy_constants()
     >>> a100 = load_profile("a100")
     >>> energy.offchip_energy_j_per_byte(a100.offchip_memory.technology)   # hbm2e, 6 pJ/bit
@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelsim.datafiles import builtin_files
-from accelsim.devices.profile_schema import MEMORY_TECHNOLOGIES, PRECISIONS
 from accelsim.errors import UnknownNameError
 from accelsim.physical import ENERGY, ENERGY_PER_BYTE_M, LENGTH, VOLTAGE
+from accelsim.profiles.device_schema import MEMORY_TECHNOLOGIES, PRECISIONS
 from accelsim.schema import Field, flagged_fields, parse_profile, positive, read_toml
 
 PJ = 1e-12  # J per pJ
