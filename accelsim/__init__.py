@@ -6,10 +6,14 @@
     accelsim.sweep("resnet50", hw="a100", batch=[1, 8, 64])                # a DataFrame
     accelsim.write_report("resnet50-train", hw="dgx-a100", out="r.html")  # an HTML page
 
-Data flow, in pipeline order (see the folders of the same names):
-workload (op graph) -> kernels (numpy, numeric formats) -> devices (cost models)
--> interconnect / storage -> sim (SimPy pipeline) -> results (DataFrames)
--> explore (compare, sweep grids) -> plots, report.
+Data flow, in pipeline order (the folders of the same names; README "Layout" gives each
+floor): formats (numeric format metadata) -> workload (op graph, the op -> cost table) ->
+kernels (numpy, rounding to each format) and profiles (the only readers of hw_profiles/) ->
+devices (the cost core and one folder per class) -> interconnect (links, collectives) ->
+sim (the SimPy pipeline and server) and llm (decoders at the token level), picked by run
+(the dispatcher) -> results (event records, metrics, the rendered record) -> calibrate (this
+host), validation (a user's measurements), explore (compare, sweep grids) -> plots, report,
+cli, api.
 """
 
 from __future__ import annotations

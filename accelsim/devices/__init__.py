@@ -11,7 +11,7 @@ Add a device class: make a folder `accelsim/devices/<name>/` with the cost model
 function `(profile, work, gemms, precision, software) -> DataFrame` of `core.COST_COLUMNS`)
 and, in its `__init__.py`, its peaks `(profile, precision) -> (matrix FLOP/s, vector FLOP/s)`,
 its profile-schema rules (`ClassSchema.of(may=..., must=...)`: the class keys of
-`profile_schema`'s tables it may have and the keys it must have) and one registration:
+`device_schema`'s tables it may have and the keys it must have) and one registration:
 
     register(DeviceClass(name="<profile class>", model=..., peaks=..., schema=SCHEMA,
                          default_stack="<a stack name or a stack .toml>"))

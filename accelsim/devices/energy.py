@@ -1,7 +1,7 @@
 """Energy of arithmetic and data movement, and the static power of a device.
 
 Constants come from `hw_profiles/energy/constants.toml` (Horowitz, ISSCC 2014, 45 nm, 0.9 V;
-off-chip pJ/bit by memory technology; validated by `profile_energy.load_energy_constants`) and
+off-chip pJ/bit by memory technology; validated by `accelsim.profiles.energy.load_energy_constants`) and
 `hw_profiles/energy/static_power.toml`, loaded once.
 
     >>> e = dynamic_energy_j(load_profile("a100"), "fp16", matmul_flops=np.array([2e12]),
@@ -28,16 +28,14 @@ Static power is always below the TDP (`static_power_w`).
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError, ConfigError
-from accelsim.profiles.energy import EnergyConstants, load_energy_constants
+from accelsim.profiles.energy import EnergyConstants, energy_table, load_energy_constants
 
 # Landauer's bound on the energy of erasing one bit, kT ln 2: Boltzmann's constant (exact since
 # the 2019 SI redefinition) at 300 K. NB: room temperature; a running die is hotter, which would
@@ -68,13 +66,9 @@ class EnergyTables:
 
 @lru_cache(maxsize=1)
 def energy_constants() -> EnergyTables:
-    """Load the energy constants (validated by `profile_energy`) and static power, once."""
+    """Load the energy constants (validated by `accelsim.profiles.energy`) and static power, once."""
     c = load_energy_constants()
-    files = builtin_files("hw_profiles", "energy/*.toml")
-    path = files.get("static_power")
-    if path is None:
-        raise AccelsimError("energy data file hw_profiles/energy/static_power.toml is missing")
-    static = tomllib.loads(path.read_text(encoding="utf-8"))
+    path, static = energy_table("static_power")
     fraction = static.get("static_power", {}).get("fraction_of_tdp")
     if not isinstance(fraction, int | float) or not 0 < fraction < 1:
         raise ConfigError(str(path), "static_power.fraction_of_tdp", fraction,
@@ -84,15 +78,12 @@ def energy_constants() -> EnergyTables:
     return EnergyTables(constants=c, mac_j=dict(c.mac_j), vector_flop_j=vector,
                         dram_j_per_byte=dict(c.offchip_j_per_byte),
                         static_fraction_of_tdp=float(fraction),
-                        least_die_scale=_least_die_scale(files, c))
+                        least_die_scale=_least_die_scale(c))
 
 
-def _least_die_scale(files: dict[str, Any], c: EnergyConstants) -> float:
+def _least_die_scale(c: EnergyConstants) -> float:
     """CV^2 scaling from the constants' process to die_scaling.toml's floor node and supply."""
-    path = files.get("die_scaling")
-    if path is None:
-        raise AccelsimError("energy data file hw_profiles/energy/die_scaling.toml is missing")
-    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    path, raw = energy_table("die_scaling")
     floor, sources = raw.get("floor", {}), raw.get("sources", {})
     for key in ("node_nm", "supply_v"):
         value = floor.get(key)
@@ -212,10 +203,7 @@ def scale_floors() -> tuple[float, float]:
 def dvfs_settings() -> tuple[str, float]:
     """(the reference GPU profile of the node scaling, the voltage floor as a fraction of the
     boost voltage), from hw_profiles/energy/dvfs.toml, validated."""
-    path = builtin_files("hw_profiles", "energy/*.toml").get("dvfs")
-    if path is None:
-        raise AccelsimError("energy data file hw_profiles/energy/dvfs.toml is missing")
-    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    path, raw = energy_table("dvfs")
     ref = raw.get("gpu_node_scaling", {}).get("reference_device")
     floor = raw.get("voltage", {}).get("floor_fraction_of_boost")
     if not isinstance(ref, str) or not ref:

@@ -10,7 +10,7 @@ A record says everything the shared core needs to know about its class, so that 
 it branches on a class name: the cost model (`accelsim.devices.core` gives its contract), the
 peak rates of its units (read alike by the invariants, the roofline and `explore.compare`), the
 profile keys it may and must have (filled into the profile schema's table of classes,
-`profile_schema.register_class_schema`), its default software stack (into the stack loader's,
+`device_schema.register_class_schema`), its default software stack (into the stack loader's,
 `software.register_stack_class`), and the few class-specific steps of `estimate` as fields.
 The built-in classes register when `accelsim.devices` is imported (its `__init__` imports
 their folders); a plug-in class registers the same way from its own module.

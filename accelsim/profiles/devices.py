@@ -8,7 +8,7 @@
     312000000000000.0
     >>> board = load_profile("my_board.toml")       # doctest: +SKIP
 
-THE SCHEMA (a contract with the cost models; the tables are in `profile_schema.py`, which class
+THE SCHEMA (a contract with the cost models; the tables are in `device_schema.py`, which class
 may or must have a key in each class's registration, `accelsim/devices/<class>/__init__.py`)
 
 Top level: `class` (one of cpu, gpu, tpu, fpga, npu), `display_name`, `vendor`, optional `notes`,

@@ -31,11 +31,13 @@ device's process node here; a cost model that scales them says so with an NB: co
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from accelsim.datafiles import builtin_files
-from accelsim.errors import UnknownNameError
+from accelsim.errors import AccelsimError, UnknownNameError
 from accelsim.physical import ENERGY, ENERGY_PER_BYTE_M, LENGTH, VOLTAGE
 from accelsim.profiles.device_schema import MEMORY_TECHNOLOGIES, PRECISIONS
 from accelsim.schema import Field, flagged_fields, parse_profile, positive, read_toml
@@ -137,3 +139,12 @@ def load_energy_constants(path: str | os.PathLike[str] | None = None) -> EnergyC
         source_path=str(path),
         sources=sources,
     )
+
+
+def energy_table(name: str) -> tuple[Path, dict[str, Any]]:
+    """(path, parsed TOML) of hw_profiles/energy/<name>.toml (static_power, die_scaling, dvfs),
+    whose fields `accelsim.devices.energy` checks; AccelsimError when the file is missing."""
+    path = builtin_files("hw_profiles", "energy/*.toml").get(name)
+    if path is None:
+        raise AccelsimError(f"energy data file hw_profiles/energy/{name}.toml is missing")
+    return path, tomllib.loads(path.read_text(encoding="utf-8"))
