@@ -1,8 +1,9 @@
 """Energy of arithmetic and data movement, and the static power of a device.
 
 Constants come from `hw_profiles/energy/constants.toml` (Horowitz, ISSCC 2014, 45 nm, 0.9 V;
-off-chip pJ/bit by memory technology; validated by `accelsim.profiles.energy.load_energy_constants`) and
-`hw_profiles/energy/static_power.toml`, loaded once.
+off-chip pJ/bit by memory technology; validated by
+`accelsim.profiles.energy.load_energy_constants`) and `hw_profiles/energy/static_power.toml`,
+loaded once.
 
     >>> e = dynamic_energy_j(load_profile("a100"), "fp16", matmul_flops=np.array([2e12]),
     ...                      other_flops=np.zeros(1), dram_bytes=np.zeros(1),
@@ -66,7 +67,8 @@ class EnergyTables:
 
 @lru_cache(maxsize=1)
 def energy_constants() -> EnergyTables:
-    """Load the energy constants (validated by `accelsim.profiles.energy`) and static power, once."""
+    """Load the energy constants (validated by `accelsim.profiles.energy`) and static power,
+    once."""
     c = load_energy_constants()
     path, static = energy_table("static_power")
     fraction = static.get("static_power", {}).get("fraction_of_tdp")
