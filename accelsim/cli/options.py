@@ -15,7 +15,7 @@ import click
 from accelsim.cli.common import PRECISIONS
 from accelsim.interconnect.collectives import ALGORITHMS
 from accelsim.interconnect.nccl import AUTO
-from accelsim.profiles.software import software_choices
+from accelsim.profiles.stack_choice import software_choices
 from accelsim.sim.knobs import KNOBS
 
 # Flag spellings that differ from `--knob-name` (kept from earlier releases), and choices.

@@ -26,7 +26,8 @@ from accelsim.devices.core import bottleneck, finish
 from accelsim.devices.invariants import check_estimate, check_graph
 from accelsim.devices.precision import cannot_train, compute_precision, hardware_key
 from accelsim.errors import AccelsimError
-from accelsim.profiles.software import DEFAULT, SoftwareStack, resolve_software
+from accelsim.profiles.software import DEFAULT, SoftwareStack
+from accelsim.profiles.stack_choice import resolve_software
 from accelsim.workload.graph import Graph
 from accelsim.workload.memory import largest_batch, memory_need
 from accelsim.workload.tables import totals, unsupported_ops

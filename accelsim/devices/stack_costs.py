@@ -14,7 +14,8 @@ import pandas as pd
 from accelsim.devices.mapping import FUSION_GROUP_OPS, fused_rows
 from accelsim.errors import ConfigError
 from accelsim.formats import get_format
-from accelsim.profiles.software import SoftwareStack, resolve_software
+from accelsim.profiles.software import SoftwareStack
+from accelsim.profiles.stack_choice import resolve_software
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 

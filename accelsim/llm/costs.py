@@ -39,7 +39,7 @@ from accelsim.llm.work import (
     layer_rows,
 )
 from accelsim.profiles.efficiency import load_efficiency
-from accelsim.profiles.software import resolve_software
+from accelsim.profiles.stack_choice import resolve_software
 
 COMPUTE_FORMATS = ("fp16", "bf16")
 # Bytes per weight of each storage format.

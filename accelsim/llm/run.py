@@ -40,7 +40,7 @@ from accelsim.llm.record import (
 from accelsim.llm.steps import StepModel
 from accelsim.profiles.devices import with_dataflow
 from accelsim.profiles.hardware import host_clock_hz, resolve_hardware
-from accelsim.profiles.software import resolve_software
+from accelsim.profiles.stack_choice import resolve_software
 from accelsim.results.records import Recorder
 from accelsim.sim.spec import SimulationConfig, SimulationResult
 

@@ -44,7 +44,7 @@ def host_clock_hz(system: System) -> float | None:
     """The single-thread clock of `system`'s host CPU, which scales a software stack's host
     time (`accelsim.profiles.software`); None where the host is not a built-in CPU profile
     (an inline CPU) or its profile publishes none: the stack's reference host then."""
-    from accelsim.profiles.software import host_single_thread_hz
+    from accelsim.profiles.stack_choice import host_single_thread_hz
 
     if system.host.cpu not in builtin_profile_names():
         return None

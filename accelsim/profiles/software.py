@@ -78,7 +78,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.datafiles import builtin_files
-from accelsim.errors import ConfigError, UnknownNameError
+from accelsim.errors import ConfigError
 from accelsim.physical import DURATION, FREQUENCY, MAX_BATCH, MAX_INPUT, MAX_THREADS
 from accelsim.profiles.device_schema import load_builtin_classes
 from accelsim.profiles.pass_tables import split_pass_tables
@@ -127,6 +127,11 @@ def register_stack_class(device_class: str, default_stack: str | None) -> None:
         _STACK_CLASSES.pop(device_class, None)
     else:
         _STACK_CLASSES[device_class] = default_stack
+
+
+def class_default_name(device_class: str) -> str | None:
+    """The stack `device_class` registered as its default (a name or a file's path), if any."""
+    return _STACK_CLASSES.get(device_class) if device_class in stack_classes() else None
 
 
 def stack_classes() -> tuple[str, ...]:
@@ -220,6 +225,8 @@ class SoftwareStack:
         key = path.split(".")[1]
         if getattr(self, key) is not None:
             return getattr(self, key)
+        from accelsim.profiles.stack_choice import default_stack  # (it resolves stacks)
+
         fallback = default_stack(device_class)
         if getattr(fallback, key) is None:
             raise ConfigError(self.source or self.name, path, None, f"neither this stack nor "
@@ -342,86 +349,3 @@ def builtin_stacks() -> dict[str, SoftwareStack]:
 def stack_names() -> list[str]:
     """Names of the built-in stacks."""
     return sorted(builtin_stacks())
-
-
-def is_stack_file(value: str | Path) -> bool:
-    """Whether a software knob value names a stack file rather than a built-in stack."""
-    return isinstance(value, Path) or str(value).endswith(".toml")
-
-
-def _user_stack(path: str) -> SoftwareStack:
-    """A stack file, loaded once per path and modification time (ConfigError naming the file
-    when it is missing or invalid)."""
-    try:
-        mtime_ns = Path(path).stat().st_mtime_ns
-    except OSError as err:
-        raise ConfigError(path, "software", path, f"cannot read the stack file: "
-                          f"{err.strerror or err}") from None
-    return _cached_user_stack(path, mtime_ns)
-
-
-@lru_cache(maxsize=16)
-def _cached_user_stack(path: str, mtime_ns: int) -> SoftwareStack:
-    del mtime_ns  # part of the cache key only
-    return load_stack(Path(path))
-
-
-def _alias_table() -> dict[str, str]:
-    return {a: s.name for s in builtin_stacks().values() for a in s.aliases}
-
-
-def software_choices() -> list[str]:
-    """Every value the software knob accepts: "default", stack names and aliases."""
-    return [DEFAULT, *stack_names(), *sorted(_alias_table())]
-
-
-def check_software(name: str) -> str:
-    """The stack name `name` selects ("default" stays "default"; a stack file's path stays the
-    path, once the file loads); else UnknownNameError listing the stacks."""
-    if is_stack_file(name):
-        _user_stack(str(name))
-        return str(name)
-    if name == DEFAULT or name in builtin_stacks():
-        return name
-    alias = _alias_table().get(name)
-    if alias is None:
-        raise UnknownNameError("software stack", name, software_choices())
-    return alias
-
-
-def default_stack(device_class: str) -> SoftwareStack:
-    """The stack a device class runs when none is asked for: the one it registered with."""
-    name = _STACK_CLASSES.get(device_class) if device_class in stack_classes() else None
-    if name is None:
-        raise ConfigError("hw_profiles/software", "default_for", device_class,
-                          "no stack is the default for this device class")
-    return _user_stack(name) if is_stack_file(name) else builtin_stacks()[name]
-
-
-def resolve_software(software: str | SoftwareStack, device_class: str,
-                     host_single_thread_hz: float | None = None
-                     ) -> tuple[SoftwareStack, str | None]:
-    """(the stack a `device_class` device runs for the knob value `software`, on that host;
-    a note when it is not the one asked for). A stack that does not run on the class gives
-    way to the class's default, with a note naming both."""
-    if isinstance(software, SoftwareStack):
-        stack = software
-    else:
-        name = check_software(software)
-        stack = (default_stack(device_class) if name == DEFAULT else _user_stack(name)
-                 if is_stack_file(name) else builtin_stacks()[name])
-    note = None
-    if device_class not in stack.classes:
-        used = default_stack(device_class)
-        note = (f"software '{stack.name}' does not run on a {device_class.upper()}; it ran "
-                f"'{used.name}', the class's default stack")
-        stack = used
-    if host_single_thread_hz is not None:
-        stack = stack.on_host(host_single_thread_hz)
-    return stack, note
-
-
-def host_single_thread_hz(cpu_profile: Any) -> float | None:
-    """The single-thread clock of a CPU profile (None where it publishes none)."""
-    compute = getattr(cpu_profile, "compute", None)
-    return getattr(compute, "single_thread_equiv_clock_hz", None)

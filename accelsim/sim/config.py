@@ -36,8 +36,8 @@ from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB
 from accelsim.interconnect.collectives import ALGORITHMS
 from accelsim.interconnect.nccl import AUTO, check_algorithm, proxy_cores_per_rank
 from accelsim.profiles.datasets import Dataset, load_dataset
-from accelsim.profiles.software import (
-    DEFAULT,
+from accelsim.profiles.software import DEFAULT
+from accelsim.profiles.stack_choice import (
     check_software,
     is_stack_file,
     resolve_software,

@@ -112,7 +112,8 @@ def max_accelerators(workload: str, system: System, accelerator: str, steps: int
                      prefetch: int = 2, seed: int = 0) -> dict[str, Any]:
     """The largest number of emulated accelerators `system`'s storage keeps at AU >=
     au_target, with the storage throughput that takes. JSON-ready."""
-    from accelsim.profiles.software import DEFAULT, resolve_software
+    from accelsim.profiles.software import DEFAULT
+    from accelsim.profiles.stack_choice import resolve_software
 
     emu = load_emulation(accelerator, workload)
     ds = emulated_dataset(emu, system)

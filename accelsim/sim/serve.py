@@ -35,7 +35,8 @@ from accelsim.errors import AccelsimError, UnknownNameError
 from accelsim.formats import FORMATS, get_format
 from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile
 from accelsim.profiles.links import Link, load_link
-from accelsim.profiles.software import DEFAULT, check_software, is_stack_file, software_choices
+from accelsim.profiles.software import DEFAULT
+from accelsim.profiles.stack_choice import check_software, is_stack_file, software_choices
 from accelsim.profiles.systems import System, load_system
 from accelsim.results.records import Recorder
 from accelsim.sim.batching import REL_TOLERANCE, batch_to_take, next_wake_s

@@ -20,7 +20,7 @@ from accelsim.errors import AccelsimError
 from accelsim.formats import get_format
 from accelsim.interconnect.links import transfer_energy_j, transfer_time_s
 from accelsim.profiles.links import Link, available_links, load_link
-from accelsim.profiles.software import resolve_software
+from accelsim.profiles.stack_choice import resolve_software
 from accelsim.workload.graph import Graph
 
 INDEX_BYTES = 4  # NB: token ids cross the link as int32.

@@ -15,7 +15,8 @@ from accelsim.calibrate.write import toml_text
 from accelsim.devices.cpu.model import cpu_costs
 from accelsim.errors import ConfigError
 from accelsim.profiles.devices import load_profile
-from accelsim.profiles.software import load_stack, resolve_software, stack_fields
+from accelsim.profiles.software import load_stack, stack_fields
+from accelsim.profiles.stack_choice import resolve_software
 from accelsim.profiles.storage import load_storage
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table

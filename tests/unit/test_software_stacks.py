@@ -18,13 +18,8 @@ from accelsim.devices.mapping import FUSION_GROUP_OPS
 from accelsim.errors import ConfigError, UnknownNameError
 from accelsim.profiles.devices import load_profile
 from accelsim.profiles.hardware import host_clock_hz, resolve_hardware
-from accelsim.profiles.software import (
-    builtin_stacks,
-    check_software,
-    default_stack,
-    load_stack,
-    resolve_software,
-)
+from accelsim.profiles.software import builtin_stacks, load_stack
+from accelsim.profiles.stack_choice import check_software, default_stack, resolve_software
 from accelsim.profiles.systems import load_system
 from accelsim.workload.work import gemms_for, work_table
 from accelsim.workload.zoo import build_model
@@ -276,7 +271,7 @@ def test_a_stack_without_an_optional_figure_takes_the_class_defaults(
     """An optional figure a stack file leaves out is the device class's default stack's (the
     same number: a run on such a stack moves nothing); where the default has none either, the
     run is refused in one line naming the file and the field."""
-    from accelsim.profiles import software
+    from accelsim.profiles import stack_choice
 
     path = _without(tmp_path, section, key)
     bare = load_stack(path)
@@ -286,7 +281,7 @@ def test_a_stack_without_an_optional_figure_takes_the_class_defaults(
     other_dir = tmp_path / "default"
     other_dir.mkdir()
     default_bare = load_stack(_without(other_dir, section, key))
-    monkeypatch.setattr(software, "default_stack", lambda device_class: default_bare)
+    monkeypatch.setattr(stack_choice, "default_stack", lambda device_class: default_bare)
     with pytest.raises(ConfigError, match=f"{section}.{key}") as err:
         bare.figure(f"{section}.{key}", "gpu")
     # the user's file is the one named first: it is the one to mend

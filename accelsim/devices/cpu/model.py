@@ -61,7 +61,8 @@ from accelsim.errors import AccelsimError
 from accelsim.formats import get_format
 from accelsim.kernels.execute import INT8_KINDS
 from accelsim.profiles.efficiency import load_efficiency
-from accelsim.profiles.software import SoftwareStack, host_single_thread_hz, resolve_software
+from accelsim.profiles.software import SoftwareStack
+from accelsim.profiles.stack_choice import host_single_thread_hz, resolve_software
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 

@@ -49,7 +49,8 @@ from accelsim.devices.tiling import core_costs, row_traffic_bytes
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.formats import get_format
 from accelsim.profiles.efficiency import load_efficiency
-from accelsim.profiles.software import SoftwareStack, resolve_software
+from accelsim.profiles.software import SoftwareStack
+from accelsim.profiles.stack_choice import resolve_software
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
