@@ -63,7 +63,7 @@ from accelsim.kernels.execute import INT8_KINDS
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import SoftwareStack
 from accelsim.profiles.stack_choice import host_single_thread_hz, resolve_software
-from accelsim.workload.ops import OpKind
+from accelsim.workload.ops import MATMUL_KINDS, OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
 FLOPS_PER_FMA = 2
@@ -102,6 +102,7 @@ def matmul_path(profile: Any, precision: str) -> tuple[str, float]:
 # Op kinds whose operands an integer-quantising stack quantises per call (`quantized_rows`).
 QUANTIZED_OPS = frozenset(k.value for k in INT8_KINDS)
 _CONV_OPS = (OpKind.CONV2D.value, OpKind.CONV3D.value, OpKind.CONV_TRANSPOSE3D.value)
+_MATMUL_OPS = frozenset(k.value for k in MATMUL_KINDS)
 # Non-matmul ops whose time a CPU spends on arithmetic (transcendentals, reductions) rather than
 # on moving bytes: a stack's own figure for such an op kind is a vector efficiency; for any
 # other non-matmul op kind, a DRAM stream efficiency.
@@ -146,8 +147,10 @@ def stack_efficiencies(work: pd.DataFrame, stack: SoftwareStack, precision: str,
     for op in work["op"].unique():
         matmul = (factor("conv", gemm) if op in _CONV_OPS else
                   factor("attention", gemm) if op == OpKind.ATTENTION.value else gemm)
+        # NB: a matmul kind's own figure (`attention_<p>`) is its math's, not a stream's: its
+        # operands stream at the stack's stream figure (pack or gemv where it gives them)
         raw = (matmul, factor(op, vector) if op in VECTOR_OPS else vector,
-               stream if op in VECTOR_OPS else factor(op, stream))
+               stream if op in VECTOR_OPS or op in _MATMUL_OPS else factor(op, stream))
         by_op[op] = tuple(_modified(f, m) for f, m in zip(raw, mods, strict=True))
     rows = np.array([by_op[op] for op in work["op"]], dtype=float).reshape(-1, 3)
     return rows[:, 0], rows[:, 1], rows[:, 2]
