@@ -323,8 +323,11 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     serial_s = serial["pack"].to_numpy() / pack_rate + cast_s + \
         serial["transpose"].to_numpy() / stream_rate
     if quantized.any():
-        serial_s = serial_s + np.where(passes["quantize"], passes["quantize_s"],
-                                       _quantize_rate_s(serial, stack, precision, mem))
+        # (only the quantized rows: a stack without a `quantize_<p>` figure prices them by
+        # its pass table alone, NaN elsewhere, which must not reach the other rows)
+        quantize_s = np.where(passes["quantize"], passes["quantize_s"],
+                              _quantize_rate_s(serial, stack, precision, mem))
+        serial_s = serial_s + np.where(quantized, quantize_s, 0.0)
     # NB: a matmul streams its operands from DRAM at the stack's `gemv` figure, else at its
     # packing figure (both fitted on matmuls; its stream ops' figure carries their own
     # per-element work, e.g. numpy's bf16 rounding)
