@@ -31,8 +31,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+from accelsim.calibrate.calibration_rows import calibration_rows  # noqa: E402
 from accelsim.calibrate.stack_fit import Row  # noqa: E402
-from benchmarks.fidelity.calibration_rows import calibration_rows  # noqa: E402
 from benchmarks.fidelity.fit_stacks import (  # noqa: E402
     REFERENCE_STACK,
     build_parts,
@@ -121,7 +121,7 @@ def ratio_errors(rows: list[Row], pred: np.ndarray) -> tuple[np.ndarray, list[st
 
 
 def run() -> dict[str, object]:
-    rows = calibration_rows()
+    rows = calibration_rows(ROOT / "tests" / "reference" / "calibration_measurements.csv")
     parts, row_case = build_parts(rows)
     ids = [r.id for r in rows]
     measured = np.array([r.measured for r in rows])

@@ -52,6 +52,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+from accelsim.calibrate.calibration_rows import SYSTEMS, row_for, stack_for  # noqa: E402
 from accelsim.calibrate.stack_fit import Run  # noqa: E402
 from accelsim.devices.estimate import estimate  # noqa: E402
 from accelsim.profiles.devices import load_profile  # noqa: E402
@@ -61,7 +62,6 @@ from accelsim.sim.config import TrainConfig  # noqa: E402
 from accelsim.sim.run import TrainResult, simulate_training  # noqa: E402
 from accelsim.workload.scenario import resolve_workload  # noqa: E402
 from accelsim.workload.zoo import build_model  # noqa: E402
-from benchmarks.fidelity.calibration_rows import SYSTEMS, row_for, stack_for  # noqa: E402
 from benchmarks.report_io import emit  # noqa: E402
 
 # A copy of shared/reference/calibration_measurements.csv (see tests/reference/README.md).

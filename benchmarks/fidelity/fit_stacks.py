@@ -34,6 +34,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+from accelsim.calibrate.calibration_rows import calibration_rows  # noqa: E402
 from accelsim.calibrate.stack_fit import (  # noqa: E402, F401  (cross_validation imports them
     CLASS_PARAMS,
     REFERENCE_STACK,
@@ -44,7 +45,6 @@ from accelsim.calibrate.stack_fit import (  # noqa: E402, F401  (cross_validatio
     predictions,
 )
 from accelsim.validation.run import _us, set_toml_value  # noqa: E402
-from benchmarks.fidelity.calibration_rows import calibration_rows  # noqa: E402
 
 GPU_TOML = ROOT / "hw_profiles" / "efficiency" / "gpu.toml"
 STACK_DIR = ROOT / "hw_profiles" / "software"
@@ -78,7 +78,7 @@ def write_tomls(p: dict[str, float], fitted: list[str]) -> None:
 
 
 def main(argv: list[str]) -> None:
-    rows = calibration_rows()
+    rows = calibration_rows(ROOT / "tests" / "reference" / "calibration_measurements.csv")
     parts, row_case = build_parts(rows)
     p = fit(rows, parts, row_case)
     names = free_params(rows)

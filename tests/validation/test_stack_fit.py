@@ -10,13 +10,13 @@ import json
 import numpy as np
 import pytest
 
+from accelsim.calibrate.calibration_rows import calibration_rows
 from accelsim.devices.estimate import estimate
 from accelsim.profiles.devices import load_profile
 from accelsim.profiles.hardware import host_clock_hz
 from accelsim.profiles.systems import load_system
 from accelsim.workload.zoo import build_model
-from tests.helpers.calibration_rows import calibration_rows
-from tests.helpers.paths import BENCHMARKS
+from tests.helpers.paths import BENCHMARKS, REFERENCE
 
 RECORDED = BENCHMARKS / "results" / "cross_validation.json"
 SLACK = 0.02  # two points of median |error|
@@ -25,7 +25,7 @@ SLACK = 0.02  # two points of median |error|
 @pytest.mark.slow
 def test_calibration_set_error_does_not_grow_beyond_the_recorded_fit() -> None:
     recorded = json.loads(RECORDED.read_text(encoding="utf-8"))["in_sample"]["all"]
-    rows = calibration_rows()
+    rows = calibration_rows(REFERENCE / "calibration_measurements.csv")
     assert len(rows) == recorded["rows"]
     step_s: dict[tuple, float] = {}
     errors = []

@@ -1,5 +1,6 @@
 """The single-GPU rows of calibration_measurements.csv the GPU model and the software stacks are
-fitted and cross-validated on: each row mapped onto a model, a device profile, the system whose
+fitted and cross-validated on (`calibration_rows(path of the CSV)`; the repo keeps a copy in
+tests/reference/): each row mapped onto a model, a device profile, the system whose
 host CPU ran it, a software stack (hw_profiles/software/) and a metric.
 
 Mapping (each an assumption, stated in the results):
@@ -31,8 +32,6 @@ import pandas as pd
 
 from accelsim.calibrate.stack_fit import Row
 
-ROOT = Path(__file__).resolve().parents[2]
-CSV = ROOT / "tests" / "reference" / "calibration_measurements.csv"
 SKUS = {"V100-SXM2-16GB": "v100", "V100-SXM2-32GB": "v100", "V100-SXM3-32GB": "v100",
         "A100-SXM4-80GB": "a100"}
 SYSTEMS = {"DGX-1": "dgx-1", "DGX-2": "dgx-2", "DGX A100": "dgx-a100"}
@@ -90,7 +89,7 @@ def row_for(r: pd.Series) -> Row | None:
                workload=str(r["workload"]))
 
 
-def calibration_rows() -> list[Row]:
+def calibration_rows(csv: str | Path) -> list[Row]:
     """Every single-GPU row of the calibration file the stack fit uses."""
-    rows = (row_for(r) for _, r in pd.read_csv(CSV).iterrows())
+    rows = (row_for(r) for _, r in pd.read_csv(csv).iterrows())
     return [r for r in rows if r is not None]
