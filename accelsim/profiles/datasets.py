@@ -50,16 +50,8 @@ from accelsim.physical import (
     MAX_DATASET_SAMPLES,
     MAX_SIZE_CV,
 )
-from accelsim.schema import (
-    count,
-    find_profile,
-    flagged_fields,
-    non_negative,
-    parse_profile,
-    positive,
-    read_toml,
-    text,
-)
+from accelsim.schema import count, flagged_fields, non_negative, parse_profile, positive, text
+from accelsim.tomlfiles import find_profile, read_toml
 
 DATASET_FORMATS = ("jpeg", "tfrecord", "npz", "raw")
 SIZE_DISTRIBUTIONS = ("constant", "lognormal")

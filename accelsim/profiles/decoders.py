@@ -23,14 +23,8 @@ from pathlib import Path
 
 from accelsim.datafiles import builtin_files
 from accelsim.physical import OPS_RATE, POWER
-from accelsim.schema import (
-    find_profile,
-    non_negative,
-    parse_profile,
-    positive,
-    read_toml,
-    text,
-)
+from accelsim.schema import non_negative, parse_profile, positive, text
+from accelsim.tomlfiles import find_profile, read_toml
 
 FIELDS = (
     text("description"),

@@ -114,8 +114,9 @@ from accelsim.profiles.device_types import (
     PeerLinkSpec,
     PowerSpec,
 )
-from accelsim.schema import find_profile, parse_field, parse_toml_text, read_text_file
+from accelsim.schema import parse_field
 from accelsim.schema import parse_profile as parse_sourced
+from accelsim.tomlfiles import find_profile, parse_toml_text, read_text_file
 
 __all__ = [
     "DeviceProfile",

@@ -15,16 +15,8 @@ from pathlib import Path
 from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError
 from accelsim.physical import DURATION, MAX_BATCH, MAX_THREADS
-from accelsim.schema import (
-    Field,
-    count,
-    find_profile,
-    fraction,
-    parse_profile,
-    positive,
-    read_toml,
-    text,
-)
+from accelsim.schema import Field, count, fraction, parse_profile, positive, text
+from accelsim.tomlfiles import find_profile, read_toml
 
 WORKLOADS = ("unet3d", "resnet50", "cosmoflow")
 _ENTRY = (text("dataset"), count("batch_size", high=MAX_BATCH),

@@ -40,7 +40,8 @@ from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError, UnknownNameError
 from accelsim.physical import ENERGY, ENERGY_PER_BYTE_M, LENGTH, VOLTAGE
 from accelsim.profiles.device_schema import MEMORY_TECHNOLOGIES, PRECISIONS
-from accelsim.schema import Field, flagged_fields, parse_profile, positive, read_toml
+from accelsim.schema import Field, flagged_fields, parse_profile, positive
+from accelsim.tomlfiles import read_toml
 
 PJ = 1e-12  # J per pJ
 BITS_PER_BYTE = 8

@@ -20,7 +20,7 @@ from accelsim.errors import ConfigError, UnknownNameError
 from accelsim.profiles.devices import builtin_profile_names, load_profile
 from accelsim.profiles.links import available_links, load_link
 from accelsim.profiles.systems import System, available_systems, load_system
-from accelsim.schema import read_toml
+from accelsim.tomlfiles import read_toml
 
 DEFAULT_HOST_SYSTEM = "workstation"
 

@@ -46,16 +46,15 @@ from accelsim.physical import BANDWIDTH, DURATION, ENERGY, FREQUENCY, POWER
 from accelsim.schema import (
     GB,
     count,
-    find_profile,
     flag,
     flagged_fields,
     fraction,
     non_negative,
     parse_profile,
     positive,
-    read_toml,
     text,
 )
+from accelsim.tomlfiles import find_profile, read_toml
 
 LINK_KINDS = ("pcie", "nvlink", "nvswitch", "ethernet", "infiniband", "ici", "usb")
 PCIE_ENCODING = 128 / 130  # PCIe Gen3+ line code [PCIE_NOTES]

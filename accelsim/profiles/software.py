@@ -82,18 +82,8 @@ from accelsim.errors import ConfigError
 from accelsim.physical import DURATION, FREQUENCY, MAX_BATCH, MAX_INPUT, MAX_THREADS
 from accelsim.profiles.device_schema import load_builtin_classes
 from accelsim.profiles.pass_tables import split_pass_tables
-from accelsim.schema import (
-    Field,
-    count,
-    find_profile,
-    flag,
-    non_negative,
-    parse_profile,
-    positive,
-    read_toml,
-    text,
-    texts,
-)
+from accelsim.schema import Field, count, flag, non_negative, parse_profile, positive, text, texts
+from accelsim.tomlfiles import find_profile, read_toml
 from accelsim.workload.ops import ELEMENTWISE_KINDS, MATMUL_KINDS, OpKind
 
 # The op kinds each `fuses` group of a stack names (the device models fuse them).

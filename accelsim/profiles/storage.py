@@ -45,15 +45,14 @@ from accelsim.schema import (
     MB,
     Field,
     count,
-    find_profile,
     flagged_fields,
     non_negative,
     parse_field,
     parse_profile,
     positive,
-    read_toml,
     text,
 )
+from accelsim.tomlfiles import find_profile, read_toml
 
 STORAGE_KINDS = ("nvme", "sata", "hdd", "emmc", "nas", "object")
 NETWORK_KINDS = ("nas", "object")

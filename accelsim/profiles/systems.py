@@ -57,18 +57,8 @@ from accelsim.physical import BANDWIDTH, BYTES, FREQUENCY, MAX_DEVICES, MAX_THRE
 from accelsim.profiles.datasets import Dataset, load_dataset
 from accelsim.profiles.links import Link, load_link
 from accelsim.profiles.storage import StorageMedium, load_storage
-from accelsim.schema import (
-    GB,
-    Field,
-    count,
-    find_profile,
-    flag,
-    flagged_fields,
-    parse_profile,
-    positive,
-    read_toml,
-    text,
-)
+from accelsim.schema import GB, Field, count, flag, flagged_fields, parse_profile, positive, text
+from accelsim.tomlfiles import find_profile, read_toml
 
 GDS_STORAGE_KINDS = ("nvme", "nas")
 

@@ -35,7 +35,7 @@ from accelsim.calibrate.stack_fit import Row
 from accelsim.errors import AccelsimError, DataFileError
 from accelsim.physical import MAX_BATCH, MAX_STEPS, input_ceiling
 from accelsim.profiles.software import DEFAULT
-from accelsim.schema import read_text_file
+from accelsim.tomlfiles import read_text_file
 
 REQUIRED = ("value", "sim_profile", "sim_software", "sim_model", "sim_mode", "sim_batch",
             "sim_precision", "sim_metric")

@@ -30,7 +30,8 @@ from accelsim.datafiles import builtin_files
 from accelsim.errors import AccelsimError, ConfigError, UnknownNameError
 from accelsim.formats import FORMATS, get_format
 from accelsim.physical import MAX_BATCH, MAX_THREADS, input_ceiling
-from accelsim.schema import Field, count, flag, parse_fields, read_toml, text
+from accelsim.schema import Field, count, flag, parse_fields, text
+from accelsim.tomlfiles import read_toml
 from accelsim.workload.graph import Graph
 from accelsim.workload.sources import (
     is_model_file,

@@ -190,7 +190,7 @@ def test_unknown_power_is_null_with_a_note_never_zero() -> None:
 def test_bad_power_figures_are_one_line_errors(tmp_path: Any, loader: str, name: str,
                                                extra: str, field: str) -> None:
     from accelsim.profiles.links import load_link
-    from accelsim.schema import find_profile
+    from accelsim.tomlfiles import find_profile
 
     folder = {"storage": "storage", "link": "links", "decoder": "decoders"}[loader]
     text = find_profile(name, f"{folder}/*.toml", loader).read_text()

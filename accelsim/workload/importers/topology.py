@@ -28,7 +28,7 @@ from pathlib import Path
 
 from accelsim.errors import ConfigError, DataFileError, ShapeError
 from accelsim.physical import MAX_COUNT, MAX_LAYERS
-from accelsim.schema import read_text_file
+from accelsim.tomlfiles import read_text_file
 from accelsim.workload.graph import Graph, GraphBuilder
 
 KNOBS: dict[str, int] = {}  # a topology fixes every shape: no input knobs

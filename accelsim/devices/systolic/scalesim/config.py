@@ -35,7 +35,7 @@ from accelsim.errors import ConfigError, DataFileError
 from accelsim.profiles.device_types import DeviceProfile, SramSpec
 from accelsim.profiles.devices import parse_profile
 from accelsim.profiles.links import load_link
-from accelsim.schema import read_text_file
+from accelsim.tomlfiles import read_text_file
 
 ARRAY = "architecture_presets"
 DATAFLOWS = ("ws", "os", "is")
