@@ -254,11 +254,11 @@ def scalesim_results() -> list[dict]:
     jobs = [{"cfg": cfg_text(r, c, *kib, bw, flow),
              "topology": ("Layer, M, N, K," if gemm else CONV_HEADER) + "\n" + "\n".join(rows)
              + "\n", "gemm": gemm} for r, c, kib, bw, flow, gemm, rows in CASES + DUPLICATES]
-    done = subprocess.run([python, str(BENCHMARKS / "scalesim_run.py")],
+    done = subprocess.run([python, str(BENCHMARKS / "scalesim" / "run.py"), "jobs"],
                           input=json.dumps(jobs), capture_output=True, text=True, timeout=300)
     if "only 0-dimensional arrays can be converted" in done.stderr:
         # SCALE-Sim 3.0.0 does not pin numpy, and its read buffer fails under numpy >= 2.4
-        pytest.skip(f"SCALE-Sim in {python} needs numpy<2 (see benchmarks/scalesim_run.py)")
+        pytest.skip(f"SCALE-Sim in {python} needs numpy<2 (see benchmarks/scalesim/jobs.py)")
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 
@@ -313,7 +313,7 @@ def test_reports_match_scalesims_columns(tmp_path: Path, scalesim_results: list[
                     theirs[column].astype(float).tolist(), rel=0.01), (name, column)
 
 
-# ---- the fast runner of the benchmark (benchmarks/scalesim_fast.py) -----------------------
+# ---- the fast runner of the benchmark (benchmarks/scalesim/fast.py) -----------------------
 
 
 @pytest.mark.parametrize("keep_traces", [False, True])
@@ -327,7 +327,7 @@ def test_fast_scalesim_gives_byte_identical_reports(scalesim_results: list[dict]
              "topology": ("Layer, M, N, K," if gemm else CONV_HEADER) + "\n" + "\n".join(rows)
              + "\n", "gemm": gemm, "fast": True, "keep_traces": keep_traces}
             for r, c, kib, bw, flow, gemm, rows in CASES + DUPLICATES]
-    done = subprocess.run([scalesim_python(), str(BENCHMARKS / "scalesim_run.py")],
+    done = subprocess.run([scalesim_python(), str(BENCHMARKS / "scalesim" / "run.py"), "jobs"],
                           input=json.dumps(jobs), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     for original, fast in zip(scalesim_results, json.loads(done.stdout), strict=True):
@@ -346,7 +346,7 @@ def test_fast_scalesim_falls_back_where_it_does_not_apply(
              + "\n", "gemm": gemm, "fast": fast}
             for r, c, kib, bw, flow, gemm, rows in CASES[:2] for fast in (False, True)]
     assert "InterfaceBandwidth: CALC" in jobs[0]["cfg"]
-    done = subprocess.run([python, str(BENCHMARKS / "scalesim_run.py")],
+    done = subprocess.run([python, str(BENCHMARKS / "scalesim" / "run.py"), "jobs"],
                           input=json.dumps(jobs), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(done.stdout)
@@ -362,7 +362,7 @@ import sys, numpy as np
 sys.path.insert(0, sys.argv[1])
 from scalesim.memory.read_buffer import read_buffer
 from scalesim.memory.read_port import read_port
-import scalesim_fast
+from benchmarks.scalesim import fast as scalesim_fast
 rng = np.random.default_rng(3)
 for trial in range(6):
     buf = read_buffer()
@@ -388,6 +388,6 @@ print("ok")
 
 
 def test_fast_hit_test_equals_scanning_the_sets(scalesim_results: list[dict]) -> None:
-    done = subprocess.run([scalesim_python(), "-c", HIT_CHECK, str(BENCHMARKS)],
+    done = subprocess.run([scalesim_python(), "-c", HIT_CHECK, str(BENCHMARKS.parent)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -3,7 +3,7 @@
 Every cycle updates the whole PE grid at once with numpy: operands shift one PE right (and,
 for os, down), partial sums shift one PE down. The emulator computes the real product and
 counts the cycles it took, numbered from 0 as SCALE-Sim stamps them, so the returned count is
-the stamp of the last busy cycle; `accelsim.devices.systolic.gemm_cycles` predicts it exactly.
+the stamp of the last busy cycle; `accelsim.devices.systolic.model.gemm_cycles` predicts it exactly.
 
 - ws (weight stationary): each fold preloads an R x C weight tile, shifted in from the top one
   row per cycle (R cycles); input rows then enter the left edge skewed (row r one cycle after
