@@ -112,7 +112,7 @@ def main(argv: list[str]) -> None:
              *execute_rows(), "",
              "No built-in profile sets `compute.zero_operand_gating` (no source in "
              "hardware_specs.csv says a listed device gates zero operands), so no row carries a "
-             "zero-gating saving (tests/test_execute_sparsity.py checks it on a gating test "
+             "zero-gating saving (tests/unit/test_execute_sparsity.py checks it on a gating test "
              "profile). Zoo weights are dense; the pruned rows (`--prune-2-4`) prune the "
              "device's conv / linear weights to 2:4 by magnitude without retraining (the fp32 "
              "reference stays dense), so their error is an upper bound of what pruning with "

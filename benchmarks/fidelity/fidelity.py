@@ -72,7 +72,7 @@ PIPELINE_SCENARIOS = {"resnet50": "resnet50-train", "bert_large": "bert-large-tr
 PIPELINE_STEPS = 40  # enough for a steady state: the prefetch window fills in 2-3 steps
 PRECISIONS = {"TF32": "tf32", "AMP": "fp16", "FP16": "fp16", "FP32": "fp32"}
 DEVICES = {"A100-SXM4-80GB": "a100", "V100-SXM2-16GB": "v100", "V100-SXM2-32GB": "v100"}
-FIT_SET_NAME = "the single-GPU rows of benchmarks/fidelity/calibration_rows.py"
+FIT_SET_NAME = "the single-GPU rows of accelsim/calibrate/calibration_rows.py"
 
 
 def in_fit_set(row: pd.Series) -> bool:

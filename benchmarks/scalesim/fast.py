@@ -41,8 +41,8 @@ What replaces it, and why it is the same computation:
 The fold loops that build SCALE-Sim's operand and demand matrices are rewritten by
 `fast_compute` (one join instead of a growing `np.concatenate`).
 Only the configuration used here is covered (user DRAM bandwidth, no Ramulator trace, no custom
-SRAM layout); anything else runs SCALE-Sim's original methods. `tests/test_scalesim.py` and
-`equivalence.py` check that reports are byte-identical with and without the patch.
+SRAM layout); anything else runs SCALE-Sim's original methods. `tests/validation/test_scalesim.py`
+and `equivalence.py` check that reports are byte-identical with and without the patch.
 """
 
 from __future__ import annotations

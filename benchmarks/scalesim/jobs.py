@@ -8,8 +8,8 @@ Runs in a Python that has the `scalesim` package, in its own virtualenv:
 (SCALE-Sim 3.0.0 does not pin numpy, but its read buffer calls int() on a one-element array,
 which numpy 2.4 rejects; the results here are from numpy 1.26.4 and pandas 2.2.3). Called
 through a subprocess by `parity.py`, `random_layers.py` and `layers.py` (see
-`common.scalesim_command`) and by `tests/test_scalesim.py`, which write the .cfg and topology
-text:
+`common.scalesim_command`) and by `tests/validation/test_scalesim.py`, which write the .cfg and
+topology text:
 
     echo '[{"cfg": "...", "topology": "...", "gemm": false}]' \\
         | python benchmarks/scalesim/run.py jobs [--fast]

@@ -1,6 +1,6 @@
-"""Regressions found by fuzzing the command line (`benchmarks/fuzz.py`): each input here once
-crashed, hung or was answered with nonsense, and must now give one clean line (exit 2) or a
-sane answer."""
+"""Regressions found by fuzzing the command line (`benchmarks/fidelity/fuzz.py`): each input here
+once crashed, hung or was answered with nonsense, and must now give one clean line (exit 2)
+or a sane answer."""
 
 import json
 import os

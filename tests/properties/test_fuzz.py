@@ -2,7 +2,7 @@
 storage, datasets and scenarios; argument lists with extreme and conflicting flags; bad paths)
 through the command line in-process. Each must end in exit 0 with finite, non-negative,
 in-range figures, or exit 2 with one line on stderr; never an internal error or a traceback,
-and in bounded time. The 10,000-case run is `benchmarks/fuzz.py`."""
+and in bounded time. The 10,000-case run is `benchmarks/fidelity/fuzz.py`."""
 
 import time
 
@@ -22,7 +22,7 @@ def fuzz(examples):
     """Hypothesis settings of one fuzz test: `examples` cases, no per-example deadline (a case
     may simulate for a second), and no shrinking (re-running simulations to shrink a failure
     can take minutes; the failure prints its command line as it is). Derandomized, so CI
-    runs the same cases every time (new ones come from `benchmarks/fuzz.py --seed N`)."""
+    runs the same cases every time (new ones come from `benchmarks/fidelity/fuzz.py --seed N`)."""
     return settings(max_examples=examples, deadline=None, derandomize=True,
                     phases=(Phase.explicit, Phase.reuse, Phase.generate),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

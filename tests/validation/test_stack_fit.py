@@ -1,7 +1,7 @@
 """Guard of the GPU + software-stack fit (benchmarks/fit_stacks.py): with the factors as loaded
 from hw_profiles/, the cost model's median error on the calibration set (the single-GPU rows of
-calibration_measurements.csv, tests/helpers/calibration_rows.py) may not grow more than 2 points
-beyond the value recorded by benchmarks/cross_validation.py."""
+calibration_measurements.csv, accelsim/calibrate/calibration_rows.py) may not grow more than 2
+points beyond the value recorded by benchmarks/fidelity/cross_validation.py."""
 
 from __future__ import annotations
 

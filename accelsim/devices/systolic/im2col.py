@@ -17,7 +17,7 @@ latest set it entered in (a window slid past a set no longer holds it); demands 
 chunks at a fixed window up to the first miss, which slides the window to the nearest copy of
 its address. The operand is built the way SCALE-Sim builds it (fetch order: its prefetch
 matrix, anti-diagonals for ws and os; demand order: its demand matrices, skewed), so the
-slides and the no-stall cycle of each are SCALE-Sim's (`tests/test_systolic_im2col.py` checks
+slides and the no-stall cycle of each are SCALE-Sim's (`tests/unit/test_systolic_im2col.py` checks
 them against a naive loop over SCALE-Sim's rule). Passes over the operand that repeat (ws and
 os stream every block once per column fold) are walked once per distinct starting window.
 

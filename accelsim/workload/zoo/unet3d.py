@@ -14,8 +14,9 @@ Layout (filters 32, 64, 128, 256, 320 and a 320 bottleneck; input 1 x 128^3 patc
 
 A conv block is conv3d 3x3x3 (padding 1, no bias) -> instancenorm (affine) -> ReLU.
 
-Parameters, counted layer by layer: 31,190,243 (31.18 M conv weights; `tests/test_zoo_cnn.py`
-counts them again in closed form). A "19 M" figure is sometimes quoted for this benchmark; it
+Parameters, counted layer by layer: 31,190,243 (31.18 M conv weights;
+`tests/validation/test_zoo_cnn.py` counts them again in closed form). A "19 M" figure is
+sometimes quoted for this benchmark; it
 does not follow from these layers (five levels without the 320 bottleneck give 16.5 M, so
 it does not fit a shallower variant either) and is not used here. 477 G multiply-adds per
 128^3 patch.
