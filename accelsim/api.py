@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from accelsim.results.headline import Headline
 from accelsim.results.summary import flat_row
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
@@ -52,24 +53,29 @@ class Result:
         return flat_row(self.record)
 
     @property
+    def headline(self) -> Headline:
+        """The summary figures, typed (`accelsim.results.headline`)."""
+        return Headline.of(self.record)
+
+    @property
     def fits(self) -> bool:
-        return bool(self.record["memory"]["fits"])
+        return self.headline.memory.fits
 
     @property
     def throughput_samples_per_s(self) -> float | None:
-        return self.record["throughput_samples_per_s"]
+        return self.headline.figures.throughput_samples_per_s
 
     @property
     def latency_s(self) -> float | None:
-        return self.record["latency_s"]
+        return self.headline.figures.latency_s
 
     @property
     def energy_j_per_sample(self) -> float | None:
-        return self.record["energy_j_per_sample"]
+        return self.headline.figures.energy_j_per_sample
 
     @property
     def bottleneck(self) -> str:
-        return str(self.record["bottleneck"])
+        return self.headline.figures.bottleneck
 
     @property
     def notes(self) -> list[str]:

@@ -28,6 +28,7 @@ from accelsim.devices.precision import cannot_train, compute_precision, hardware
 from accelsim.errors import AccelsimError
 from accelsim.profiles.software import DEFAULT, SoftwareStack
 from accelsim.profiles.stack_choice import resolve_software
+from accelsim.results.headline import Figures, PowerSplit, reserve
 from accelsim.workload.graph import Graph
 from accelsim.workload.memory import largest_batch, memory_need
 from accelsim.workload.tables import totals, unsupported_ops
@@ -125,18 +126,20 @@ class DeviceEstimate:
 
 
 def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str = "infer",
-             software: str = DEFAULT, optimizer: str = "sgd",
+             software: str | SoftwareStack = DEFAULT, optimizer: str = "sgd",
              host_single_thread_hz: float | None = None,
              host_cpu: Any = None, measured: pd.DataFrame | None = None) -> DeviceEstimate:
     """Cost one inference batch (`mode="infer"`) or one training step (`"train"`: forward,
     backward and optimizer update) of `graph` on the device described by `profile`, under the
-    software stack `software` ("default": the device class's) on a host CPU of that
+    software stack `software` ("default": the device class's; a name, a stack file or a
+    `SoftwareStack`, resolved here once for the class models) on a host CPU of that
     single-thread clock (None: the stack's reference host). `host_cpu`: the system's CPU
     profile, which runs the ops an NPU cannot (None: its record's `host_fallback` stands in).
     `measured`: per-op measurements of the executed kernels (`accelsim.kernels.measure`),
     applied by `accelsim.devices.sparsity` (zero gating, 2:4 sparsity) and reported per layer."""
     stack, software_note = resolve_software(software, profile.device_class,
                                             host_single_thread_hz)
+    asked = software if isinstance(software, str) else software.name  # (the record's)
     record = registry.get(profile.device_class)
     if batch < 1:
         raise AccelsimError(f"batch size must be at least 1, not {batch}")
@@ -144,7 +147,7 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     if why_not:
         raise AccelsimError(why_not)
     inputs = {"device": profile.name, "workload": graph.name, "batch": batch,
-              "precision": precision, "mode": mode, "software": software, "optimizer": optimizer}
+              "precision": precision, "mode": mode, "software": asked, "optimizer": optimizer}
     check_graph(graph, inputs)
     work = work_table(graph, batch, precision, mode, optimizer)
     gemms = gemms_for(graph, batch)
@@ -181,7 +184,7 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
                      f"{', '.join(unsupported)}")
     return DeviceEstimate(
         device=profile.name, device_class=profile.device_class, mode=mode, batch_size=batch,
-        precision=precision, software=software, layers=layers,
+        precision=precision, software=asked, layers=layers,
         step_time_s=float(layers["time_s"].sum()), energy_j=float(layers["energy_j"].sum()),
         bottleneck=bottleneck(layers), memory=memory, unsupported_ops=unsupported,
         compute_precision=used, software_applied=stack.name, notes=notes,
@@ -214,10 +217,13 @@ def _clock(est: DeviceEstimate, rated_hz: float | None) -> dict[str, Any]:
 
 
 def summary(est: DeviceEstimate, graph: Graph, layers: bool = True,
-            profile_clock_hz: float | None = None) -> dict[str, Any]:
-    """The JSON-ready record of an estimate (what `accelsim simulate --json` prints); with
-    `layers` False its per-layer list is left empty (the totals are unchanged).
-    `profile_clock_hz`: the device's rated clock (None: `est.clock_hz`)."""
+            profile_clock_hz: float | None = None,
+            tail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON-ready record of an estimate (what `accelsim simulate --json` prints) with the
+    headline's keys reserved, for the engine to place its `Figures` (`figures(est)` for one
+    batch); with `layers` False its per-layer list is left empty (the totals are unchanged).
+    `profile_clock_hz`: the device's rated clock (None: `est.clock_hz`); `tail`: keys that
+    follow the totals (--execute's `execution`: what the kernels computed)."""
     profile_clock_hz = profile_clock_hz or est.clock_hz
     tot = totals(graph)
     cols = ["name", "op", "phase", "flops", "bytes", "dram_bytes", "time_s", "energy_j", "bound"]
@@ -233,15 +239,7 @@ def summary(est: DeviceEstimate, graph: Graph, layers: bool = True,
                      "software": est.software_applied or est.software,
                      "software_default": est.software == DEFAULT,
                      "compute_precision": est.compute_precision or est.precision},
-        "throughput_samples_per_s": est.throughput_samples_per_s,
-        "latency_s": est.step_time_s,
-        "energy_j_per_sample": est.energy_j_per_sample,
-        "average_power_w": est.average_power_w,
-        "device_power_w": est.device_power_w,
-        "host_power_w": est.host_power_w,
-        "device_energy_j_per_sample": est.device_energy_j / est.batch_size,
-        "host_energy_j_per_sample": est.host_energy_j / est.batch_size,
-        "bottleneck": est.bottleneck,
+        **reserve(with_split=True), "bottleneck": None,  # the engine places its `Figures`
         "clock": _clock(est, profile_clock_hz),
         "memory": est.memory,
         "time_by_phase_s": {p: est.phase_time_s(p) for p in est.layers["phase"].unique()},
@@ -252,7 +250,19 @@ def summary(est: DeviceEstimate, graph: Graph, layers: bool = True,
     # A cycle-counted array (systolic): the whole network; None elsewhere (same keys always).
     record["total_cycles"] = (float(est.layers["cycles"].sum()) if "stall_cycles" in est.layers
                               else None)
+    record.update(tail or {})
+    record["bottleneck_detail"] = None
     return record
+
+
+def figures(est: DeviceEstimate, detail: str | None = None) -> Figures:
+    """One batch on the device as headline figures (`detail`: what bounds it), with the
+    device and host CPU apart."""
+    batch = est.batch_size
+    return Figures(est.throughput_samples_per_s, est.step_time_s, est.energy_j_per_sample,
+                   est.average_power_w, est.bottleneck, detail,
+                   PowerSplit(est.device_power_w, est.host_power_w,
+                              est.device_energy_j / batch, est.host_energy_j / batch))
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:

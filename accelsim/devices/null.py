@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.registry import DeviceClass, register, unbounded_peaks
+from accelsim.profiles.software import SoftwareStack
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class NullProfile:
 
 
 def null_costs(profile: NullProfile, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
-               software: str) -> pd.DataFrame:
+               stack: SoftwareStack) -> pd.DataFrame:
     factor = np.where(work["phase"] == "backward", profile.backward_factor, 1.0)
     n = len(work)
     return pd.DataFrame({

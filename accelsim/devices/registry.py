@@ -30,7 +30,8 @@ import pandas as pd
 from accelsim.devices.core import ClassModel
 from accelsim.errors import AccelsimError
 from accelsim.profiles.device_schema import ClassSchema, register_class_schema
-from accelsim.profiles.software import register_stack_class
+from accelsim.profiles.software import SoftwareStack, register_stack_class
+from accelsim.profiles.stack_choice import for_class
 
 PeakFn = Callable[[Any, str], tuple[float, float]]
 # (profile, layers, precision, matmul rows, matrix peak per row) -> the matrix peak per row
@@ -99,16 +100,18 @@ class DeviceClass:
         return host if host is not None else _stand_in_host(self.host_fallback)
 
     def cost(self, profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
-             software: Any, batch: int | None = None, host: Any = None) -> pd.DataFrame:
-        """The class model's cost rows, given what this class takes beside the common inputs
-        (the batch, the host CPU and its class model)."""
+             stack: SoftwareStack, batch: int | None = None, host: Any = None) -> pd.DataFrame:
+        """The class model's cost rows under `stack` (resolved for this class), given what
+        this class takes beside the common inputs (the batch; the host CPU, its class model
+        and the stack as it runs there)."""
         extra: dict[str, Any] = {}
         if self.takes_batch and batch is not None:
             extra["batch"] = batch
         if self.host_fallback is not None:
             extra["host"] = self.host_for(host)
             extra["host_model"] = get(extra["host"].device_class).model
-        return self.model(profile, work, gemms, precision, software, **extra)
+            extra["host_stack"] = for_class(stack, extra["host"].device_class)[0]
+        return self.model(profile, work, gemms, precision, stack, **extra)
 
 
 @lru_cache(maxsize=8)

@@ -15,7 +15,6 @@ from accelsim.devices.mapping import FUSION_GROUP_OPS, fused_rows
 from accelsim.errors import ConfigError
 from accelsim.formats import get_format
 from accelsim.profiles.software import SoftwareStack
-from accelsim.profiles.stack_choice import resolve_software
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
@@ -43,12 +42,11 @@ def layout_conversions(work: pd.DataFrame, stack: SoftwareStack,
 # ---- TPU, FPGA and NPU: classes that run a graph compiled ahead of time ----------------------
 
 
-def compiled_stack(software: str | SoftwareStack, device_class: str) -> SoftwareStack:
-    """The stack a TPU / FPGA / NPU class model runs (`resolve_software`), refusing the fields
-    such a class cannot use: its compiler quantises or casts the weights once, ahead of time
-    (no autocast `graph.weight_casts`), and lays tensors out in the engine's own format (no
+def compiled_stack(stack: SoftwareStack, device_class: str) -> SoftwareStack:
+    """`stack`, checked for a TPU / FPGA / NPU class model, refusing the fields such a class
+    cannot use: its compiler quantises or casts the weights once, ahead of time (no autocast
+    `graph.weight_casts`), and lays tensors out in the engine's own format (no
     `graph.layout_conversions_per_conv`). ConfigError naming the stack file, field and value."""
-    stack, _ = resolve_software(software, device_class)
     src = stack.source or f"software stack '{stack.name}'"
     why = (f"a {device_class} runs a graph compiled ahead of time; set it to 0 / false or drop "
            f"'{device_class}' from the stack's classes")

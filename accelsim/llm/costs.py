@@ -152,7 +152,7 @@ def cost_frames(plat: Platform, work: pd.DataFrame, gemms: pd.DataFrame) -> pd.D
     dequantisation of quantised weights charged in the GEMM rows."""
     precision = plat.precision  # fp16 or bf16 (`check_platform`)
     costs = class_model(plat.profile.device_class)(plat.profile, work, gemms, precision,
-                                                   plat.software)
+                                                   plat.stack)
     tokens_m = np.zeros(len(work))
     np.maximum.at(tokens_m, gemms["op_index"].to_numpy(dtype=int), gemms["m"].to_numpy(float))
     dq_flops = _dequant(plat, work, tokens_m)

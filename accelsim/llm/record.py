@@ -13,6 +13,7 @@ from accelsim.llm.costs import Platform
 from accelsim.llm.memory import MemoryPlan, memory_plan
 from accelsim.llm.parallel import Layout
 from accelsim.profiles.software import DEFAULT
+from accelsim.results.headline import Figures
 
 DEFAULT_PROMPT_TOKENS = 512
 DEFAULT_OUTPUT_TOKENS = 128
@@ -67,8 +68,7 @@ def does_not_fit(record: dict[str, Any], mem: MemoryPlan, plat: Platform, lay: L
         f"does not fit: {plat.cfg.name} on {lay.gpus} device(s) (tp {lay.tp}, pp {lay.pp}) needs "
         f"{need / 1e9:,.1f} GB per device on {plat.profile.name}, which has "
         f"{mem.capacity_bytes / 1e9:,.1f} GB; {hint}"))
-    record.update(throughput_samples_per_s=None, latency_s=None, energy_j_per_sample=None,
-                  average_power_w=None, bottleneck="memory capacity", bottleneck_detail=hint)
+    Figures(None, None, None, None, "memory capacity", hint).place(record)
     figures = ("ttft_s", "tpot_s", "tokens_per_s", "mfu") if record["workload"]["mode"] == \
         "infer" else ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "latency_p99_s",
                       "tokens_per_s", "goodput_requests_per_s")

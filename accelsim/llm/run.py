@@ -41,6 +41,7 @@ from accelsim.llm.steps import StepModel
 from accelsim.profiles.devices import with_dataflow
 from accelsim.profiles.hardware import host_clock_hz, resolve_hardware
 from accelsim.profiles.stack_choice import resolve_software
+from accelsim.results.headline import Figures
 from accelsim.results.records import Recorder
 from accelsim.sim.spec import SimulationConfig, SimulationResult
 
@@ -170,10 +171,8 @@ def run_llm(cfg: SimulationConfig) -> SimulationResult:
     record["workload"]["flops_per_sample"] = (
         out["prefill_flops"] + (output - 1) * (out["decode_flops_per_step"] or 0.0)) / batch
     latency = out["e2e_latency_s"]
-    record.update(throughput_samples_per_s=batch / latency, latency_s=latency,
-                  energy_j_per_sample=out["energy_j"] / batch,
-                  average_power_w=out["energy_j"] / latency)
-    record["bottleneck"], record["bottleneck_detail"] = _bottleneck(out)
+    Figures(batch / latency, latency, out["energy_j"] / batch, out["energy_j"] / latency,
+            *_bottleneck(out)).place(record)
     return SimulationResult(record, _events(out["ttft_s"], step_s, batch))
 
 

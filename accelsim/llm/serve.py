@@ -42,6 +42,7 @@ from accelsim.llm.parallel import replicas as replicas_of
 from accelsim.llm.record import base_record, does_not_fit, memory_record
 from accelsim.llm.requests import draw_requests, read_requests
 from accelsim.llm.steps import StepModel
+from accelsim.results.headline import RATE_KEYS, Figures
 from accelsim.results.records import Recorder
 from accelsim.sim.spec import SimulationResult
 
@@ -164,10 +165,10 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     # the steps' energy, and the static power of every GPU while its replica idles
     idle_s = max(run_s * replicas - out.busy_s, 0.0)
     energy_j = out.energy_j + power_limits_w(plat.profile)[1] * lay.gpus * idle_s
-    record.update(throughput_samples_per_s=figures["requests_per_s"],
-                  latency_s=figures["latency_mean_s"], energy_j_per_sample=energy_j / n,
+    # the record's layout: the headline's keys (placed below) around energy per token
+    record.update(dict.fromkeys(RATE_KEYS[:3]),
                   energy_j_per_token=energy_j / float(req.output.sum()),
-                  average_power_w=energy_j / run_s, offered_load=None, batching=batching,
+                  average_power_w=None, offered_load=None, batching=batching,
                   chunked_prefill=chunk, length_dist=None if trace else dist,
                   rate_per_s=serve.get("rate_per_s"), replicas=replicas,
                   max_rate_meeting_slo_per_s=None)
@@ -179,12 +180,13 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
 
         record["max_rate_meeting_slo_per_s"] = max_rate_meeting_slo(
             trial, serve["rate_per_s"], *slo, meets_at_rate=meets_slo(req, out, *slo))
-    record["bottleneck"] = _bottleneck(req, out)
-    record["bottleneck_detail"] = (
-        f"engine busy {figures['engine_busy_fraction']:.0%} of the run ("
-        f"{out.prefill_busy_s / max(out.busy_s, 1e-30):.0%} of it prefill), mean running batch "
-        f"{figures['batch_size_mean']:.1f} of {max_batch}, {out.preemptions} preemptions, "
-        f"KV blocks peak {out.peak_blocks:,} of {blocks:,} per replica")
+    Figures(figures["requests_per_s"], figures["latency_mean_s"], energy_j / n,
+            energy_j / run_s, _bottleneck(req, out), (
+                f"engine busy {figures['engine_busy_fraction']:.0%} of the run ("
+                f"{out.prefill_busy_s / max(out.busy_s, 1e-30):.0%} of it prefill), mean "
+                f"running batch {figures['batch_size_mean']:.1f} of {max_batch}, "
+                f"{out.preemptions} preemptions, KV blocks peak {out.peak_blocks:,} of "
+                f"{blocks:,} per replica")).place(record)
     notes.append("energy: the GPUs' over the engine's steps, and their static power while "
                  "idle (the host is not counted)")
     return SimulationResult(record, _events(req, out))

@@ -19,6 +19,7 @@ from accelsim.llm.costs import Platform
 from accelsim.llm.parallel import Layout, replicas
 from accelsim.llm.train import TrainSplit, train_step
 from accelsim.profiles.software import DEFAULT
+from accelsim.results.headline import Figures, reserve
 from accelsim.sim.straggler import SPREAD_RANGE, class_spread, expected_max, is_spread
 
 # the pipeline's training knobs a decoder's step takes (`accelsim.sim.knobs`)
@@ -109,27 +110,25 @@ def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_by
                         f"ZeRO {split.zero} over {split.dp} replica(s) needs "
                         f"{mem['required_bytes'] / 1e9:,.1f} GB per GPU on "
                         f"{plat.profile.name}, which has {capacity_bytes / 1e9:,.1f} GB")
-        return record | dict.fromkeys(("throughput_samples_per_s", "latency_s",
-                                       "energy_j_per_sample", "average_power_w",
-                                       "tokens_per_s", "mfu", "step_time_s")) | {
-            "bottleneck": "memory capacity", "devices": out["devices"], "records": None,
-            "bottleneck_detail": "raise tp, pp or the ZeRO stage, recompute, or shrink batch"}
+        return Figures(None, None, None, None, "memory capacity",
+                       "raise tp, pp or the ZeRO stage, recompute, or shrink batch").place(
+            record | reserve() | dict.fromkeys(("tokens_per_s", "mfu", "step_time_s"))
+            | {"bottleneck": None, "devices": out["devices"], "records": None})
     parts = step_parts(out)
     comm_s = parts["TP collectives (exposed)"] + parts["DP exchange (exposed)"]
     shares = {"compute": parts["compute"], "communication": comm_s,
               "pipeline bubble": parts["pipeline bubble"], "optimizer": parts["optimizer"]}
     kind = max(shares, key=lambda k: shares[k])
-    return record | out | {
-        "records": records, "throughput_samples_per_s": out["tokens_per_s"] / seq,
-        "latency_s": out["step_time_s"], "energy_j_per_sample": out["energy_j_per_token"] * seq,
-        "bottleneck": kind,
-        "bottleneck_detail": (f"of a {out['step_time_s']:.3g} s step: compute "
-                              f"{parts['compute'] / out['step_time_s']:.0%}, TP collectives "
-                              f"{parts['TP collectives (exposed)']:.3g} s and DP exchange "
-                              f"{out['dp_comm_s']:.3g} s "
-                              f"exposed ({comm_s / out['step_time_s']:.0%}), pipeline bubble "
-                              f"{parts['pipeline bubble'] / out['step_time_s']:.0%}, optimizer "
-                              f"{parts['optimizer'] / out['step_time_s']:.0%}")}
+    step_s = out["step_time_s"]
+    detail = (f"of a {step_s:.3g} s step: compute {parts['compute'] / step_s:.0%}, TP "
+              f"collectives {parts['TP collectives (exposed)']:.3g} s and DP exchange "
+              f"{out['dp_comm_s']:.3g} s exposed ({comm_s / step_s:.0%}), pipeline bubble "
+              f"{parts['pipeline bubble'] / step_s:.0%}, optimizer "
+              f"{parts['optimizer'] / step_s:.0%}")
+    # (train_step's average_power_w keeps its place in the layout; placed again, the same)
+    return Figures(out["tokens_per_s"] / seq, step_s, out["energy_j_per_token"] * seq,
+                   out["average_power_w"], kind, detail).place(record | out
+                                                               | {"records": records})
 
 
 def step_parts(out: dict[str, Any]) -> dict[str, float]:

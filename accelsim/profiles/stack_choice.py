@@ -88,15 +88,20 @@ def resolve_software(software: str | SoftwareStack, device_class: str,
         name = check_software(software)
         stack = (default_stack(device_class) if name == DEFAULT else _user_stack(name)
                  if is_stack_file(name) else builtin_stacks()[name])
-    note = None
-    if device_class not in stack.classes:
-        used = default_stack(device_class)
-        note = (f"software '{stack.name}' does not run on a {device_class.upper()}; it ran "
-                f"'{used.name}', the class's default stack")
-        stack = used
+    stack, note = for_class(stack, device_class)
     if host_single_thread_hz is not None:
         stack = stack.on_host(host_single_thread_hz)
     return stack, note
+
+
+def for_class(stack: SoftwareStack, device_class: str) -> tuple[SoftwareStack, str | None]:
+    """(the stack a `device_class` device runs when `stack` is asked for: itself, or the
+    class's default where it does not run on the class; a note then, naming both)."""
+    if device_class in stack.classes:
+        return stack, None
+    used = default_stack(device_class)
+    return used, (f"software '{stack.name}' does not run on a {device_class.upper()}; it ran "
+                  f"'{used.name}', the class's default stack")
 
 
 def host_single_thread_hz(cpu_profile: Any) -> float | None:

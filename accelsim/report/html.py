@@ -22,6 +22,8 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from accelsim.results.headline import Headline
+
 # NB: 100 dpi keeps an 11-inch Gantt at 1100 px wide, sharp at 100 % zoom, and the page small.
 EMBED_DPI = 100
 FIGURE_CLASS = "figure"
@@ -132,11 +134,17 @@ def section(title: str, *parts: str, section_id: str = "") -> str:
     return f"<section{ident}><h2>{esc(title)}</h2>\n{''.join(parts)}</section>\n"
 
 
+def bottleneck_para(rec: dict[str, Any]) -> str:
+    """The paragraph naming what bounds a run (its `Headline`)."""
+    fig = Headline.of(rec).figures
+    return para(f"Bottleneck: {fig.bottleneck}: {fig.bottleneck_detail or ''}")
+
+
 def opening(rec: dict[str, Any], summary: str, setup: str) -> list[str]:
     """A report's first parts: the alert of a run that does not fit (its first note), then the
     summary (`summary`: preformatted text) and the system-and-workload section (`setup`)."""
     parts = []
-    if not rec["memory"]["fits"]:
+    if not Headline.of(rec).memory.fits:
         parts.append(para(f"Does not fit: {rec['notes'][0].removeprefix('does not fit: ')}",
                           "alert"))
     return parts + [section("Summary", pre(summary), section_id="summary"),

@@ -21,6 +21,7 @@ from accelsim.llm.train_record import step_parts as train_step_parts
 from accelsim.plots.breakdown import memory_figure, share_figure
 from accelsim.plots.timeline import gantt
 from accelsim.report.html import (
+    bottleneck_para,
     bullets,
     embed_figure,
     opening,
@@ -114,7 +115,7 @@ def _tokens(rec: dict[str, Any]) -> str:
 
 
 def _limits(rec: dict[str, Any]) -> list[str]:
-    out = [para(f"Bottleneck: {rec['bottleneck']}: {rec.get('bottleneck_detail', '')}")]
+    out = [bottleneck_para(rec)]
     mode = rec["workload"]["mode"]
     if mode == "infer":
         rows = [("prefill (TTFT)", _ms(rec["ttft_s"]), _ms(rec["prefill_compute_limit_s"]),
@@ -189,7 +190,7 @@ def llm_page(workload: Any, hw: str, knobs: dict[str, Any], result: Any) -> str:
 
     rec = result.record
     w, h = rec["workload"], rec["hardware"]
-    fits = bool(rec["memory"]["fits"])
+    fits = result.fits
     parts = opening(rec, "\n".join(summary_lines(rec)), _setup(rec, knobs))
     if fits:
         parts += [section("Tokens", _tokens(rec), section_id="tokens"),
@@ -197,9 +198,8 @@ def llm_page(workload: Any, hw: str, knobs: dict[str, Any], result: Any) -> str:
         if w["mode"] == "train":
             parts += _train_extra(rec, result.events)
     else:
-        parts.append(section("What limits it", para(
-            f"Bottleneck: {rec['bottleneck']}: {rec.get('bottleneck_detail', '')}"),
-            section_id="bottleneck"))
+        parts.append(section("What limits it", bottleneck_para(rec),
+                                   section_id="bottleneck"))
     parts.append(section("Device memory", _memory(rec), section_id="memory"))
     if rec["notes"]:
         parts.append(section("Notes", bullets(rec["notes"]), section_id="notes"))

@@ -23,6 +23,7 @@ from accelsim.plots.breakdown import (
 )
 from accelsim.plots.timeline import gantt, step_window
 from accelsim.report.html import (
+    bottleneck_para,
     bullets,
     embed_figure,
     opening,
@@ -61,7 +62,7 @@ def build_page(workload: Any, hw: str, knobs: dict[str, Any]) -> str:
     ctx = run_context(workload, hw, rec, knobs)
     found = find_relief(workload, hw, rec, knobs, ctx=ctx)
     w, h = rec["workload"], rec["hardware"]
-    fits = bool(rec["memory"]["fits"])
+    fits = result.fits
     parts = opening(rec, "\n".join(summary_lines(rec)), _setup(rec, ctx, knobs)) + [
         section("Bottleneck and what would relieve it", _relief(rec, found),
                 section_id="bottleneck"),
@@ -126,7 +127,7 @@ def _setup(rec: dict[str, Any], ctx: Context, knobs: dict[str, Any]) -> str:
 
 
 def _relief(rec: dict[str, Any], found: Finding) -> str:
-    out = [para(f"Bottleneck: {rec['bottleneck']}: {rec.get('bottleneck_detail', '')}")]
+    out = [bottleneck_para(rec)]
     if found.best:
         out.append(para(found.best[0].sentence() + " (re-simulated).", "relief"))
     elif found.tried:

@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from accelsim.results.headline import Headline, PowerSplit
+
 _UNIT = {"infer": "per batch", "train": "per step", "serve": "mean per request"}
 
 
@@ -35,34 +37,38 @@ def _software(hw: dict[str, Any]) -> str:
 
 
 def summary_lines(r: dict[str, Any]) -> list[str]:
-    """The summary block: what ran, the headline figures, the bottleneck, memory, notes."""
+    """The summary block: what ran, the headline figures (`Headline`), the bottleneck, memory,
+    notes."""
     w, hw, mem = r["workload"], r["hardware"], r["memory"]
+    head = Headline.of(r)
     lines = []
-    if not mem["fits"]:
+    if not head.memory.fits:
         lines.append(f"DOES NOT FIT: {r['notes'][0].removeprefix('does not fit: ')}")
     prec = w["precision"]
     if hw.get("compute_precision", prec) != prec:
         prec += f" (matmuls in {hw['compute_precision']})"
     lines.append(f"{w['name']} {w['mode']}, batch {w['batch_size']}, {prec} on {hw['name']} "
                  f"({hw['class']}, {_software(hw)}) in {hw['system']}")
-    if mem["fits"]:
-        lines += _headline_lines(r)
-        lines += _llm_lines(r)
+    fits, fig = head.memory.fits, head.figures
+    if fits:
+        lines += _headline_lines(r, head)
+        lines += _llm_lines(r, head)
     lines += [
-        f"  bottleneck   {r['bottleneck']}: {r.get('bottleneck_detail', '')}",
+        f"  bottleneck   {fig.bottleneck}: {fig.bottleneck_detail or ''}",
         f"  memory       {_memory_line(mem)}",
     ]
-    if w["mode"] == "train" and mem["fits"] and "stalls" in r:  # (not a decoder's step)
+    if w["mode"] == "train" and fits and head.training is not None:  # (not a decoder's step)
         lines += _train_lines(r)
-    if w["mode"] == "serve" and mem["fits"]:
+    if w["mode"] == "serve" and fits and head.serving is not None:
+        sv = head.serving
         lines.append(
-            f"  serving      p50 {r['latency_p50_s'] * 1e3:.2f} ms, p95 "
-            f"{r['latency_p95_s'] * 1e3:.2f} ms, p99 {r['latency_p99_s'] * 1e3:.2f} ms; mean "
+            f"  serving      p50 {sv.latency_p50_s * 1e3:.2f} ms, p95 "
+            f"{sv.latency_p95_s * 1e3:.2f} ms, p99 {sv.latency_p99_s * 1e3:.2f} ms; mean "
             f"batch {r['batch_size_mean']:.1f}; {r['devices']} device(s)"
-            + ("" if r["offered_load"] is None else f"; offered load {r['offered_load']:.2f}"))
+            + ("" if sv.offered_load is None else f"; offered load {sv.offered_load:.2f}"))
     if r.get("execution"):
         lines.append(_execution_line(r["execution"]))
-    notes = r.get("notes", [])[0 if mem["fits"] else 1:]
+    notes = r.get("notes", [])[0 if fits else 1:]
     lines += [f"  note         {n}" for n in notes]
     return lines
 
@@ -81,58 +87,61 @@ def _execution_line(x: dict[str, Any]) -> str:
             f"-{x['energy_saved_share']:.1%} vs dense")
 
 
-def _headline_lines(r: dict[str, Any]) -> list[str]:
-    tput, power, lat = r["throughput_samples_per_s"], r["average_power_w"], r["latency_s"]
-    per_j = tput / power if power else None
+def _headline_lines(r: dict[str, Any], head: Headline) -> list[str]:
+    fig = head.figures
+    tput, power, per_j = fig.throughput_samples_per_s, fig.average_power_w, fig.samples_per_j
     lines = [
         f"  throughput   {tput:,.1f} samples/s",
-        f"  latency      {lat * 1e3:.3f} ms {_UNIT[r['workload']['mode']]}",
+        f"  latency      {fig.latency_s * 1e3:.3f} ms {_UNIT[r['workload']['mode']]}",
     ]
-    if r["energy_j_per_sample"] is None:  # not modelled (LLM serving)
+    if fig.energy_j_per_sample is None:  # not modelled (LLM serving)
         return lines
     clock = r.get("clock") or {}
     if clock.get("power_limited_time_share"):  # DVFS under the power limit
         lines.append(f"  clock        {clock['sustained_mhz']:,.0f} MHz sustained of "
                      f"{clock['rated_mhz']:,.0f} rated (power-limited "
                      f"{clock['power_limited_time_share']:.0%} of the time)")
-    e_j = r["energy_j_per_sample"]
+    e_j = fig.energy_j_per_sample
     energy = f"{e_j * 1e3:.3f} mJ/sample" if e_j < 10 else f"{e_j:,.1f} J/sample"
-    if r.get("energy_j_per_token") is not None:  # decoder training: samples are long
-        energy += f" ({r['energy_j_per_token']:.3g} J/token)"
+    per_token = head.tokens.energy_j_per_token if head.tokens else None
+    if per_token is not None:  # decoder training: samples are long
+        energy += f" ({per_token:.3g} J/token)"
     per_j_fmt = ".2f" if per_j is None or per_j >= 0.01 else ".3g"
     return lines + [
         f"  energy       {energy}, {power:.0f} W average"
-        f"{_split(r)}, {_num(per_j, per_j_fmt, ' samples/J')}",
+        f"{_split(fig.split)}, {_num(per_j, per_j_fmt, ' samples/J')}",
     ]
 
 
-def _llm_lines(r: dict[str, Any]) -> list[str]:
+def _llm_lines(r: dict[str, Any], head: Headline) -> list[str]:
     """A decoder at the token level (`accelsim.llm`): TTFT, TPOT, tokens/s, MFU, split."""
-    if r.get("ttft_s") is not None:
-        tpot = "n/a" if r["tpot_s"] is None else f"{r['tpot_s'] * 1e3:.2f} ms"
-        mfu = "n/a" if r["mfu"] is None else f"{r['mfu']:.1%}"
-        return [f"  tokens       TTFT {r['ttft_s'] * 1e3:.1f} ms, TPOT {tpot}, "
-                f"{r['tokens_per_s']:,.0f} output tokens/s, MFU {mfu}; KV cache "
-                f"{fmt_si(r['kv_cache_bytes'])}B; tp {r['tp']} x pp {r['pp']}"]
+    t = head.tokens
+    if t is None:
+        return []
+    mfu = "n/a" if t.mfu is None else f"{t.mfu:.1%}"
+    if t.ttft_s is not None:
+        tpot = "n/a" if t.tpot_s is None else f"{t.tpot_s * 1e3:.2f} ms"
+        return [f"  tokens       TTFT {t.ttft_s * 1e3:.1f} ms, TPOT {tpot}, "
+                f"{t.tokens_per_s:,.0f} output tokens/s, MFU {mfu}; KV cache "
+                f"{fmt_si(t.kv_cache_bytes)}B; tp {r['tp']} x pp {r['pp']}"]
     if r.get("zero") is not None and r.get("step_time_s") is not None:  # decoder training
-        mfu = "n/a" if r["mfu"] is None else f"{r['mfu']:.1%}"
-        return [f"  tokens       {r['tokens_per_s']:,.0f} tokens/s, step "
+        return [f"  tokens       {t.tokens_per_s:,.0f} tokens/s, step "
                 f"{r['step_time_s'] * 1e3:,.1f} ms ({r['global_batch_tokens']:,} tokens), MFU "
                 f"{mfu}; tp {r['tp']} x pp {r['pp']} x dp {r['dp']}, ZeRO {r['zero']}"
                 + (", recompute" if r["recompute"] else "")]
-    if r.get("ttft_p50_s") is not None:
-        return [f"  tokens       TTFT p50 {r['ttft_p50_s'] * 1e3:.1f} ms, p99 "
-                f"{r['ttft_p99_s'] * 1e3:.1f} ms; TPOT p50 {r['tpot_p50_s'] * 1e3:.2f} ms, p99 "
-                f"{r['tpot_p99_s'] * 1e3:.2f} ms; {r['tokens_per_s']:,.0f} tokens/s; goodput "
-                f"{r['goodput_requests_per_s']:.2f} req/s; {r['batching']} batching, "
+    if t.ttft_p50_s is not None:
+        return [f"  tokens       TTFT p50 {t.ttft_p50_s * 1e3:.1f} ms, p99 "
+                f"{t.ttft_p99_s * 1e3:.1f} ms; TPOT p50 {t.tpot_p50_s * 1e3:.2f} ms, p99 "
+                f"{t.tpot_p99_s * 1e3:.2f} ms; {t.tokens_per_s:,.0f} tokens/s; goodput "
+                f"{t.goodput_requests_per_s:.2f} req/s; {r['batching']} batching, "
                 f"tp {r['tp']} x pp {r['pp']}"]
     return []
 
 
-def _split(r: dict[str, Any]) -> str:
+def _split(split: PowerSplit | None) -> str:
     """" (device 1 W + host 10 W)" where a host CPU ran part of the work, else ""."""
-    host_w = r.get("host_power_w")
-    return f" (device {r['device_power_w']:.2f} W + host {host_w:.1f} W)" if host_w else ""
+    host_w = None if split is None else split.host_power_w
+    return f" (device {split.device_power_w:.2f} W + host {host_w:.1f} W)" if host_w else ""
 
 
 def _train_lines(r: dict[str, Any]) -> list[str]:
@@ -215,7 +224,7 @@ def _opt(spec: str) -> Any:
 def render(r: dict[str, Any], layers: int | None = 10) -> str:
     """The whole human output; `layers` rows of the layer table (None: all, 0: none)."""
     lines = summary_lines(r)
-    if layers != 0 and r["memory"]["fits"]:
+    if layers != 0 and Headline.of(r).memory.fits:
         lines += layer_lines(r, layers)
     return "\n".join(lines)
 

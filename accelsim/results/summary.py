@@ -11,7 +11,10 @@ back to its host CPU (inference only: a pipeline run reports its parts in the re
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
+
+from accelsim.results.headline import Headline
 
 IDENTITY = ("workload", "mode", "device", "device_class", "system", "software", "precision",
             "compute_precision", "batch_size", "devices")
@@ -30,29 +33,34 @@ ROW_COLUMNS = (IDENTITY + METRICS + TRAIN_METRICS + SERVE_METRICS + LLM_METRICS
 
 
 def flat_row(record: dict[str, Any]) -> dict[str, Any]:
-    """The row of one simulation record (`accelsim.sim.spec.SimulationResult.record`)."""
-    w, hw, mem = record["workload"], record["hardware"], record["memory"]
-    tput, power = record["throughput_samples_per_s"], record["average_power_w"]
+    """The row of one simulation record (`accelsim.sim.spec.SimulationResult.record`): its
+    identity and its `Headline`."""
+    w, hw = record["workload"], record["hardware"]
+    head = Headline.of(record)
+    fig, mem, split = head.figures, head.memory, head.figures.split
     row: dict[str, Any] = dict.fromkeys(ROW_COLUMNS)
     row.update(
         workload=w["name"], mode=w["mode"], device=hw["name"], device_class=hw["class"],
         system=hw.get("system"), software=hw["software"], precision=w["precision"],
         compute_precision=hw.get("compute_precision", w["precision"]),
         batch_size=w["batch_size"], devices=record.get("devices", 1),
-        throughput_samples_per_s=tput, latency_s=record["latency_s"],
-        energy_j_per_sample=record["energy_j_per_sample"], average_power_w=power,
-        device_power_w=record.get("device_power_w"), host_power_w=record.get("host_power_w"),
-        samples_per_j=tput / power if tput is not None and power else None,
-        fits=bool(mem["fits"]), required_bytes=mem["required_bytes"],
-        capacity_bytes=mem["capacity_bytes"],
-        largest_batch_that_fits=mem.get("largest_batch_that_fits"),
-        bottleneck=record["bottleneck"], bottleneck_detail=record.get("bottleneck_detail"),
+        throughput_samples_per_s=fig.throughput_samples_per_s, latency_s=fig.latency_s,
+        energy_j_per_sample=fig.energy_j_per_sample, average_power_w=fig.average_power_w,
+        device_power_w=None if split is None else split.device_power_w,
+        host_power_w=None if split is None else split.host_power_w,
+        samples_per_j=fig.samples_per_j, fits=mem.fits, required_bytes=mem.required_bytes,
+        capacity_bytes=mem.capacity_bytes, largest_batch_that_fits=mem.largest_batch_that_fits,
+        bottleneck=fig.bottleneck, bottleneck_detail=fig.bottleneck_detail,
         notes="; ".join(record.get("notes", [])) or None)
-    if "stalls" in record:
-        row.update({f"stall_{k}": v["fraction"] for k, v in record["stalls"].items()})
-        row.update({k: record[k] for k in ("accelerator_utilization", "run_time_s",
-                                            "allreduce_time_s")})
-    row.update({k: record[k] for k in SERVE_METRICS + LLM_METRICS if k in record})
+    if head.training is not None:
+        t = head.training
+        row.update({f"stall_{k}": v for k, v in t.stalls.items()})
+        row.update(accelerator_utilization=t.accelerator_utilization, run_time_s=t.run_time_s,
+                   allreduce_time_s=t.allreduce_time_s)
+    if head.serving is not None:
+        row.update(asdict(head.serving))
+    if head.tokens is not None:
+        row.update({k: v for k, v in asdict(head.tokens).items() if k in LLM_METRICS})
     return row
 
 

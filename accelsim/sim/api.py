@@ -19,20 +19,19 @@ from typing import Any
 import pandas as pd
 
 from accelsim.devices.core import explain_bound
-from accelsim.devices.estimate import DeviceEstimate, estimate, summary
+from accelsim.devices.estimate import DeviceEstimate, estimate, figures, summary
 from accelsim.errors import AccelsimError
 from accelsim.profiles.devices import with_dataflow
 from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile, resolve_hardware
+from accelsim.results.headline import RATE_KEYS, Figures, PowerSplit
 from accelsim.results.metrics import ROLES
 from accelsim.results.records import Recorder
 from accelsim.sim.spec import SimulationConfig, SimulationResult, max_events
 from accelsim.workload.scenario import Scenario
 
-HEADLINE = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample", "average_power_w")
-# The device's own figures apart from the host CPU's (NPU fallback): one batch on the device.
-# Train and serve move them under `device_only`, beside the other one-batch figures.
-DEVICE_SPLIT = ("device_power_w", "host_power_w", "device_energy_j_per_sample",
-                "host_energy_j_per_sample")
+# The system's figures, placed by `Figures.place` (not copied from the simulation's dict);
+# one batch on the device goes under `device_only` in train and serve.
+_PLACED = (*RATE_KEYS, "bottleneck", "bottleneck_detail")
 
 
 def run_pipeline(cfg: SimulationConfig, detail: bool = True) -> SimulationResult:
@@ -53,24 +52,24 @@ def run_pipeline(cfg: SimulationConfig, detail: bool = True) -> SimulationResult
     executed = _executed(cfg, mode, graph, profile, batch, est, system) if cfg.execute else None
     if executed is not None:
         est = executed[0]
-    record = summary(est, graph, layers=detail)
+    record = summary(est, graph, layers=detail,
+                     tail=None if executed is None else {"execution": executed[1]})
     if executed is not None:  # --execute
-        record["execution"] = executed[1]
         record["notes"] += executed[2]
         for row in record["layers"]:  # the same keys when the kernels could not run
             for key in ("output_error", "input_sparsity", "weight_sparsity"):
                 row.setdefault(key, None)
     record["workload"]["mode"] = mode
     record["hardware"]["system"] = system.name
-    record["bottleneck_detail"] = explain_bound(est.layers)
+    device = figures(est, explain_bound(est.layers))  # one batch on the device
     events = _layer_events(est) if detail else pd.DataFrame()
     if not est.memory["fits"]:
         return SimulationResult(_does_not_fit(record, est, profile.name), events)
     if mode == "infer":
-        return SimulationResult(record, events)
+        return SimulationResult(device.place(record), events)
     if mode == "train":
-        return _train(cfg, sc, system, profile, record)
-    return _serve(cfg, sc, system, profile, record, batch)
+        return _train(cfg, sc, system, profile, record, device)
+    return _serve(cfg, sc, system, profile, record, batch, device)
 
 
 def _executed(cfg: SimulationConfig, mode: str, graph: Any, profile: Any, batch: int,
@@ -101,9 +100,8 @@ def _does_not_fit(record: dict[str, Any], est: DeviceEstimate, device: str) -> d
         f"does not fit: batch {est.batch_size} at {est.precision} ({est.mode}) needs "
         f"{_gb(mem['required_bytes'])} on {device}, which has {_gb(mem['capacity_bytes'])}; "
         f"{hint}"))
-    record.update(dict.fromkeys(HEADLINE + DEVICE_SPLIT), bottleneck="memory capacity",
-                  bottleneck_detail=hint)
-    return record
+    return Figures(None, None, None, None, "memory capacity", hint,
+                   PowerSplit(None, None, None, None)).place(record)
 
 
 def _gb(n_bytes: float) -> str:
@@ -126,25 +124,25 @@ def _layer_events(est: DeviceEstimate) -> pd.DataFrame:
 
 
 def _train(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
-           record: dict[str, Any]) -> SimulationResult:
+           record: dict[str, Any], device: Figures) -> SimulationResult:
     from accelsim.sim.config import TrainConfig
     from accelsim.sim.run import simulate_training
 
     res = simulate_training(TrainConfig(
         sc, system, devices=cfg.devices, seed=cfg.seed or 0, software=cfg.software,
         device_profile=profile, max_events=max_events(cfg), **cfg.train))
-    pipe = res.to_dict()
-    total_j = pipe["energy_breakdown_j"]["total"]
-    record["device_only"] = _device_only(record)
+    pipe = {k: v for k, v in res.to_dict().items() if k not in _PLACED}
+    total_j = res.energy_breakdown_j["total"]
+    record["device_only"] = device.as_dict()
     notes = record["notes"] + pipe.pop("notes")
     record.update(pipe, notes=notes)
-    record.update(latency_s=res.step_time_s, energy_j_per_sample=total_j / res.samples,
-                  average_power_w=total_j / res.run_time_s)
+    Figures(res.throughput_samples_per_s, res.step_time_s, total_j / res.samples,
+            total_j / res.run_time_s, res.bottleneck, res.bottleneck_detail).place(record)
     return SimulationResult(record, res.records)
 
 
 def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
-           record: dict[str, Any], batch: int) -> SimulationResult:
+           record: dict[str, Any], batch: int, device: Figures) -> SimulationResult:
     from accelsim.sim.serve import ServeConfig, simulate_serving
 
     if cfg.serve.get("rate_per_s") is None and cfg.serve.get("concurrency") is None:
@@ -162,9 +160,9 @@ def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
     res = simulate_serving(ServeConfig(
         sc, device=profile, system=system, devices=cfg.devices, seed=cfg.seed or 0,
         software=cfg.software, precision=sc.precision, **knobs))
-    served = res.to_dict()
+    served = {k: v for k, v in res.to_dict().items() if k not in _PLACED}
     served.pop("workload")  # the name; the record's workload is the full description
-    record["device_only"] = _device_only(record)
+    record["device_only"] = device.as_dict()
     per_device = served.pop("utilization")
     busy = sum(per_device) / len(per_device)
     # The same roles as training's; serving simulates the devices only, the rest is null.
@@ -173,24 +171,16 @@ def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
     record.update(served)
     record["notes"] = [*record["notes"], "serving simulates the accelerators only: the "
                        "utilization of the other roles is unknown (null)"]
-    record["latency_s"] = served["latency_mean_s"]
-    load = served["offered_load"]
+    load = res.offered_load
     if load is not None and load >= 1.0:
-        record["bottleneck"] = "queueing"
-        record["bottleneck_detail"] = (f"arrivals offer {load:.2f}x what the devices can serve "
-                                       "at the largest batch: the queue grows without bound")
+        bound = "queueing"
+        detail = (f"arrivals offer {load:.2f}x what the devices can serve at the largest "
+                  "batch: the queue grows without bound")
     else:
         where = (f"offered load {load:.2f}" if load is not None
                  else f"{cfg.serve['concurrency']} closed-loop clients")
-        record["bottleneck"] = record["device_only"]["bottleneck"]
-        record["bottleneck_detail"] = (f"{where}, devices busy {busy:.0%}; in a batch: "
-                                       f"{record['bottleneck_detail']}")
+        bound = device.bottleneck
+        detail = f"{where}, devices busy {busy:.0%}; in a batch: {device.bottleneck_detail}"
+    Figures(res.throughput_samples_per_s, res.latency_mean_s, res.energy_j_per_sample,
+            res.average_power_w, bound, detail).place(record)
     return SimulationResult(record, res.records)
-
-
-def _device_only(record: dict[str, Any]) -> dict[str, Any]:
-    """The device-level figures of one batch, which the system simulation replaces (moved out
-    of the top level of `record`), kept for reference."""
-    only = {k: record[k] for k in HEADLINE + ("bottleneck",)}
-    only.update({k: record.pop(k) for k in DEVICE_SPLIT if k in record})
-    return only

@@ -36,7 +36,8 @@ from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB
 from accelsim.interconnect.collectives import ALGORITHMS
 from accelsim.interconnect.nccl import AUTO, check_algorithm, proxy_cores_per_rank
 from accelsim.profiles.datasets import Dataset, load_dataset
-from accelsim.profiles.software import DEFAULT
+from accelsim.profiles.hardware import host_clock_hz
+from accelsim.profiles.software import DEFAULT, SoftwareStack
 from accelsim.profiles.stack_choice import (
     check_software,
     is_stack_file,
@@ -109,7 +110,8 @@ class TrainPlan:
     steps: int | None
     epochs: int
     seed: int
-    software: str
+    software: str  # the knob's value, as asked (the record shows it)
+    stack: SoftwareStack  # `software` resolved for the device class on the system's host
     max_events: int = 2_000_000
     nodes: int = 1  # devices is per node; one node is simulated, the others alike
     decode: DecodePlan = DecodePlan("cpu")  # where samples are decoded
@@ -142,8 +144,7 @@ class TrainPlan:
         (`host.framework_cores_per_device`), and across nodes NCCL's network proxy thread's
         (`accelsim.interconnect.nccl.proxy_cores_per_rank`)."""
         device_class = self.device_profile.device_class
-        stack = resolve_software(self.software, device_class)[0]
-        per_device = stack.figure("host.framework_cores_per_device", device_class)
+        per_device = self.stack.figure("host.framework_cores_per_device", device_class)
         return (per_device + (proxy_cores_per_rank() if self.nodes > 1 else 0)) * self.devices
 
     @property
@@ -278,7 +279,9 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
         prefetch_batches=prefetch, gpudirect=gpudirect, pinned_memory=pinned,
         allreduce=cfg.allreduce, overlap_allreduce=overlap, bucket_mb=float(bucket_mb),
         accumulate=accumulate, steps=steps, epochs=epochs,
-        seed=seed, software=cfg.software, max_events=_whole("max_events", cfg.max_events, 1),
+        seed=seed, software=cfg.software,
+        stack=resolve_software(cfg.software, profile.device_class, host_clock_hz(system))[0],
+        max_events=_whole("max_events", cfg.max_events, 1),
         nodes=nodes, decode=_decode(cfg.decode, gpudirect, dataset, profile),
         device_spread=float(spread) + 0.0)  # + 0.0: -0.0 reads as 0
     if not plan.decode.on_device and plan.prep_cores < 1:

@@ -116,7 +116,7 @@ def _estimate(plan: TrainPlan, batch: int) -> DeviceEstimate:
     sc = plan.scenario
     try:
         return estimate(sc.graph(), plan.device_profile, batch, sc.precision, "train",
-                        plan.software, sc.optimizer, host_clock_hz(plan.system),
+                        plan.stack, sc.optimizer, host_clock_hz(plan.system),
                         host_cpu_profile(plan.system))
     except ImportError as err:
         raise AccelsimError(f"no usable cost model for device '{plan.device_profile.name}' "

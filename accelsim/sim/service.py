@@ -78,7 +78,8 @@ def _compute_table(graph: Graph, profile: Any, link: Link | None, max_batch: int
                    precision: str, software: str, host_hz: float | None,
                    host_cpu: Any = None) -> pd.DataFrame:
     grid = _grid(max_batch)
-    ests = [estimate(graph, profile, int(b), precision, "infer", software,
+    stack = resolve_software(software, profile.device_class, host_hz)[0]  # once, for the grid
+    ests = [estimate(graph, profile, int(b), precision, "infer", stack,
                      host_single_thread_hz=host_hz, host_cpu=host_cpu) for b in grid]
     batch = np.arange(1, max_batch + 1)
     # NB: between grid points (batches above EXACT_UP_TO) time, energy and memory are
@@ -86,7 +87,6 @@ def _compute_table(graph: Graph, profile: Any, link: Link | None, max_batch: int
     compute_s = np.interp(batch, grid, [e.step_time_s for e in ests])
     # A server stack (triton) handles every request: the estimate charged one per batch, a
     # served batch holds one request per sample. NB: handling is serial with the batch.
-    stack = resolve_software(software, profile.device_class, host_hz)[0]
     compute_s = compute_s + (batch - 1) * stack.host_per_request_s
     compute_j = np.interp(batch, grid, [e.energy_j for e in ests])
     need_b = np.interp(batch, grid, [e.memory["required_bytes"] for e in ests])

@@ -13,6 +13,7 @@ import pandas as pd
 
 from accelsim.errors import AccelsimError
 from accelsim.profiles.software import DEFAULT
+from accelsim.results.headline import Headline
 from accelsim.workload.scenario import Scenario
 
 MODES = ("infer", "train", "serve")
@@ -46,8 +47,13 @@ class SimulationConfig:
 
 @dataclass
 class SimulationResult:
-    record: dict[str, Any]  # JSON-ready
+    record: dict[str, Any]  # JSON-ready; its headline keys placed by `Figures.place`
     records: pd.DataFrame = field(default_factory=pd.DataFrame)  # flat events
+
+    @property
+    def headline(self) -> Headline:
+        """The summary figures of `record`, typed."""
+        return Headline.of(self.record)
 
 
 def check_mode_knobs(cfg: SimulationConfig, mode: str) -> None:

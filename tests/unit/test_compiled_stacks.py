@@ -12,6 +12,7 @@ import dataclasses
 import math
 import re
 import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,6 +26,8 @@ from accelsim.devices.npu import model as npu
 from accelsim.devices.systolic import model as systolic
 from accelsim.errors import ConfigError
 from accelsim.profiles.devices import load_profile
+from accelsim.profiles.software import SoftwareStack, load_stack
+from accelsim.profiles.stack_choice import default_stack
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 
@@ -40,6 +43,11 @@ def stack_file(tmp_path, name: str, **subs: str):
     path = tmp_path / f"my-{name}.toml"
     path.write_text(text)
     return str(path)
+
+
+def stack(tmp_path, name: str, **subs: str) -> SoftwareStack:
+    """`stack_file`'s stack, loaded (what a class model takes)."""
+    return load_stack(Path(stack_file(tmp_path, name, **subs)))
 
 
 def conv_bn_relu(channels: int = 64, size: int = 28):
@@ -82,9 +90,9 @@ def test_tpu_tensor_core_and_dram_modifiers_scale_the_fold_count_and_memory_time
     g.linear(g.input("x", (1024,)), out_features=1024, bias=False, name="fc")
     graph = g.build()
     work, gemms = work_table(graph, 256, "bf16", "infer"), gemms_for(graph, 256)
-    slow = stack_file(tmp_path, "jax-xla", tensor_core="tensor_core = 0.5",
+    slow = stack(tmp_path, "jax-xla", tensor_core="tensor_core = 0.5",
                       dram_bandwidth="dram_bandwidth = 0.25")
-    base = systolic.systolic_costs(tpu, work, gemms, "bf16", "jax-xla").iloc[0]
+    base = systolic.systolic_costs(tpu, work, gemms, "bf16", default_stack("tpu")).iloc[0]
     half = systolic.systolic_costs(tpu, work, gemms, "bf16", slow).iloc[0]
     # SCALE-Sim ws: folds = ceil(K / R) * ceil(N / C) shared over the MXUs, each 2R + C + M - 2
     rows, cols = int(c.mxu_rows), int(c.mxu_cols)
@@ -98,8 +106,8 @@ def test_tpu_tensor_core_and_dram_modifiers_scale_the_fold_count_and_memory_time
 def test_a_modifier_above_one_cannot_lift_a_unit_above_its_datasheet_rate(tmp_path) -> None:
     graph, work, gemms = conv_bn_relu()
     edge = load_profile("edge-tpu")
-    fast = stack_file(tmp_path, "tflite-edgetpu", tensor_core="tensor_core = 2.0")
-    base = npu.npu_costs(edge, work, gemms, "int8", "tflite-edgetpu")
+    fast = stack(tmp_path, "tflite-edgetpu", tensor_core="tensor_core = 2.0")
+    base = npu.npu_costs(edge, work, gemms, "int8", default_stack("npu"))
     lifted = npu.npu_costs(edge, work, gemms, "int8", fast)
     assert np.allclose(lifted["compute_s"], base["compute_s"])
 
@@ -111,7 +119,7 @@ def test_npu_tensor_core_modifier_halves_the_mac_array_rate(tmp_path) -> None:
     work, gemms = work_table(graph, 64, "int8", "infer"), gemms_for(graph, 64)
     orin = load_profile("jetson-orin")  # no array geometry: MACs / rate, a closed form
     assert orin.compute.mxu_rows is None
-    half = stack_file(tmp_path, "tflite-edgetpu", tensor_core="tensor_core = 0.5")
+    half = stack(tmp_path, "tflite-edgetpu", tensor_core="tensor_core = 0.5")
     rate = npu.matmul_rate(orin, "int8")[1]
     got = npu.npu_costs(orin, work, gemms, "int8", half)["compute_s"].iloc[0]
     assert got == pytest.approx(64 * 512 * 512 / (0.5 * rate))
@@ -123,7 +131,7 @@ def test_fpga_overlay_tensor_core_modifier_multiplies_the_fitted_mac_efficiency(
     board = load_profile("zcu104")
     ov = board.compute.overlay
     graph, work, gemms = conv_bn_relu()
-    half = stack_file(tmp_path, "vitis-ai", tensor_core="tensor_core = 0.5")
+    half = stack(tmp_path, "vitis-ai", tensor_core="tensor_core = 0.5")
     costs = fpga.fpga_costs(board, work, gemms, "int8", half, batch=1)
     tiles = math.ceil(28 * 28 / ov.pixel_parallelism) * math.ceil(
         64 / ov.output_channel_parallelism) * math.ceil(64 * 9 / ov.input_channel_parallelism)
@@ -150,7 +158,7 @@ def test_the_stack_fusion_list_decides_what_fuses(tmp_path, device, base, precis
     act_bytes = float(work["write_bytes"].iloc[0])  # the conv's 64 x 28 x 28 output
     for fuses, fused in (('fuses = ["elementwise", "normalization"]', {"bn", "act"}),
                          ('fuses = ["normalization"]', {"bn"}), ("", set())):
-        costs = model(profile, work, gemms, precision, stack_file(tmp_path, base, fuses=fuses))
+        costs = model(profile, work, gemms, precision, stack(tmp_path, base, fuses=fuses))
         costs.index = work["name"]
         unit = costs["unit"] if "unit" in costs else None
         got = set() if unit is None else {n for n in ("bn", "act") if unit[n] == "fused"}
@@ -167,11 +175,11 @@ def test_npu_waits_on_the_stacks_host_time_per_kernel_beyond_its_own(tmp_path) -
     rows fused into it issue nothing."""
     graph, work, gemms = conv_bn_relu()
     edge = load_profile("edge-tpu")
-    base = npu.npu_costs(edge, work, gemms, "int8", "tflite-edgetpu")
+    base = npu.npu_costs(edge, work, gemms, "int8", default_stack("npu"))
     own_s = float(np.maximum(base["compute_s"], base["memory_s"]).iloc[0]
                   + base["overhead_s"].iloc[0])
     for host_us in (100.0, 1e5):
-        slow = stack_file(tmp_path, "tflite-edgetpu", npu=f"npu = {host_us}")
+        slow = stack(tmp_path, "tflite-edgetpu", npu=f"npu = {host_us}")
         more = npu.npu_costs(edge, work, gemms, "int8", slow)
         added = (more["overhead_s"] - base["overhead_s"]).to_numpy()
         assert added == pytest.approx([max(host_us * 1e-6 - own_s, 0.0), 0.0, 0.0])

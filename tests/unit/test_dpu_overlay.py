@@ -10,6 +10,7 @@ import pytest
 
 from accelsim.devices.fpga import model as fpga
 from accelsim.profiles.devices import load_profile
+from accelsim.profiles.stack_choice import default_stack
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
 
@@ -27,7 +28,7 @@ def one_conv():
 def conv_row(board: str, batch: int):
     graph = one_conv()
     costs = fpga.fpga_costs(load_profile(board), work_table(graph, batch, "int8", "infer"),
-                            gemms_for(graph, batch), "int8", "vitis-ai", batch=batch)
+                            gemms_for(graph, batch), "int8", default_stack("fpga"), batch=batch)
     return costs.iloc[0]
 
 

@@ -17,6 +17,7 @@ from accelsim.formats import get_format
 from accelsim.profiles.devices import load_all_profiles, load_profile
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import load_stack
+from accelsim.profiles.stack_choice import resolve_software
 from accelsim.workload.zoo import build_model
 
 PROFILES = load_all_profiles()
@@ -50,7 +51,8 @@ def stream_case(nbytes: float) -> tuple[pd.DataFrame, pd.DataFrame]:
 def gpu_row(profile_name: str, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
             software: str = "eager") -> pd.Series:
     profile = load_profile(profile_name)
-    costs = class_model("gpu")(profile, work, gemms, precision, software)
+    costs = class_model("gpu")(profile, work, gemms, precision,
+                               resolve_software(software, "gpu")[0])
     return finish(work, costs, profile.power.tdp_w, static_power_w(profile)).iloc[0]
 
 
@@ -134,7 +136,8 @@ def test_fully_busy_device_stays_within_tdp(name: str) -> None:
         work, gemms = gemm_case(16384, 16384, 8192, precision)
         stream, _ = stream_case(8e9)
         both = pd.concat([work, stream], ignore_index=True)
-        costs = class_model(profile.device_class)(profile, both, gemms, precision, "eager")
+        eager = resolve_software("eager", profile.device_class)[0]
+        costs = class_model(profile.device_class)(profile, both, gemms, precision, eager)
         out = finish(both, costs, profile.power.tdp_w, static_power_w(profile))
         power_w = out["energy_j"].to_numpy() / out["time_s"].to_numpy()
         assert (power_w <= profile.power.tdp_w * (1 + 1e-9)).all()

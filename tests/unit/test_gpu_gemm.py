@@ -14,11 +14,14 @@ from accelsim.devices.estimate import class_model
 from accelsim.devices.gpu.gemm import ctas_per_sm, gemm_factors, winograd_gemms
 from accelsim.profiles.devices import load_profile
 from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.stack_choice import resolve_software
 from accelsim.workload.work import gemms_for
 from accelsim.workload.zoo import build_model
 
 EFF = load_efficiency("gpu")
 KIB = 1024
+
+EAGER = resolve_software("pytorch-eager", "gpu")[0]
 
 
 def gemm_work(m: int, n: int, k: int, width: int, conv_hw: tuple[int, int] = (0, 0)
@@ -35,7 +38,7 @@ def gemm_work(m: int, n: int, k: int, width: int, conv_hw: tuple[int, int] = (0,
 
 
 def compute_s(device: str, work: pd.DataFrame, gemms: pd.DataFrame, precision: str) -> float:
-    costs = class_model("gpu")(load_profile(device), work, gemms, precision, "pytorch-eager")
+    costs = class_model("gpu")(load_profile(device), work, gemms, precision, EAGER)
     return float(costs["compute_s"].iloc[0])
 
 
@@ -135,7 +138,7 @@ def test_tf32_matmul_on_a100_runs_at_the_tf32_tensor_core_peak() -> None:
     tile_m, tile_n = EFF["assumed.cta_tile.tf32"]
     m, n, k = tile_m, tile_n * a100.compute.sm_count, 8192
     work, gemms = gemm_work(m, n, k, 4)
-    costs = class_model("gpu")(a100, work, gemms, "tf32", "pytorch-eager")
+    costs = class_model("gpu")(a100, work, gemms, "tf32", EAGER)
     assert costs["unit"].iloc[0] == "tensor_core"
     fill_k = EFF["assumed.cta_tile_k.tf32"] * EFF["assumed.pipeline_fill_k_steps"]
     expected = 2.0 * m * n * (k + fill_k) / (tf32_peak * EFF["fitted.tensor_core_efficiency"])

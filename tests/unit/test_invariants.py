@@ -15,7 +15,7 @@ import pytest
 
 from accelsim.cli import main
 from accelsim.devices import invariants, registry
-from accelsim.devices.estimate import estimate, summary
+from accelsim.devices.estimate import estimate, figures, summary
 from accelsim.devices.invariants import InvariantError, check_graph, check_serving
 from accelsim.devices.precision import cannot_train
 from accelsim.errors import AccelsimError, ConfigError, PrecisionError, ShapeError
@@ -163,7 +163,7 @@ def test_host_fallback_power_is_reported_apart_from_the_device() -> None:
     the host's, and only the device's part is held to the 2 W TDP."""
     graph = build_model("unet3d", volume_size=64)
     est = estimate(graph, load_profile("edge-tpu"), 2, "int8")
-    rec = summary(est, graph)
+    rec = figures(est).place(summary(est, graph))  # as the engine places them
     host_rows = est.layers[est.layers["unit"] == "host"]
     assert len(host_rows) > len(est.layers) / 2
     assert rec["average_power_w"] > 2.0 >= rec["device_power_w"]

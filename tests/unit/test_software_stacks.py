@@ -144,7 +144,7 @@ def test_fusion_follows_the_stack_groups() -> None:
     graph, v100 = build_model("resnet18"), load_profile("v100")
     work = work_table(graph, 2, "fp16", "infer")
     gemms = gemms_for(graph, 2)
-    units = {name: gpu_costs(v100, work, gemms, "fp16", name)["unit"].to_numpy()
+    units = {name: gpu_costs(v100, work, gemms, "fp16", builtin_stacks()[name])["unit"].to_numpy()
              for name in ("tensorflow-graph", "pytorch-eager", "pytorch-compiled")}
     ops = work["op"].to_numpy()
     relu, bn = ops == "relu", ops == "batchnorm"

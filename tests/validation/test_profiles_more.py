@@ -20,6 +20,7 @@ from accelsim.cli import main
 from accelsim.devices.fpga import model as fpga
 from accelsim.profiles.devices import load_profile
 from accelsim.profiles.efficiency import load_efficiency
+from accelsim.profiles.stack_choice import default_stack
 from accelsim.sim.service import device_host_link, service_table
 from accelsim.workload.graph import GraphBuilder
 from accelsim.workload.work import gemms_for, work_table
@@ -220,7 +221,7 @@ def test_overlay_conv_time_is_tiles_over_efficiency_and_bn_relu_fuse() -> None:
     g.relu(g.batchnorm(y, name="bn"), name="act")
     graph = g.build()
     work = work_table(graph, 1, "int8", "infer")
-    costs = fpga.fpga_costs(board, work, gemms_for(graph, 1), "int8", "vitis-ai")
+    costs = fpga.fpga_costs(board, work, gemms_for(graph, 1), "int8", default_stack("fpga"))
     costs.index = work["name"]
     # GEMM m = 28 x 28 output pixels, n = 64 output channels, k = 64 x 9 taps
     tiles = math.ceil(28 * 28 / ov.pixel_parallelism) * math.ceil(

@@ -2,7 +2,7 @@
 profile lists a matrix engine), cache-blocked GEMMs over the cores, DRAM bandwidth, and a small
 framework overhead per op. Also the host fallback of the NPU model.
 
-    costs = cpu_costs(load_profile("xeon-8480"), work, gemms, "bf16", "eager")
+    costs = cpu_costs(load_profile("xeon-8480"), work, gemms, "bf16", default_stack("cpu"))
 
 Per row of the work table:
 - matmul rows run on the matrix engine (AMX) when it lists the precision, else on the vector
@@ -62,7 +62,7 @@ from accelsim.formats import get_format
 from accelsim.kernels.execute import INT8_KINDS
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import SoftwareStack
-from accelsim.profiles.stack_choice import host_single_thread_hz, resolve_software
+from accelsim.profiles.stack_choice import host_single_thread_hz
 from accelsim.workload.ops import MATMUL_KINDS, OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
@@ -279,11 +279,11 @@ def _quantize_rate_s(serial: pd.DataFrame, stack: SoftwareStack, precision: str,
 
 
 def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
-              software: str | SoftwareStack) -> pd.DataFrame:
+              stack: SoftwareStack) -> pd.DataFrame:
     """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a CPU under
-    the software stack `software` (a name or a `SoftwareStack`)."""
+    the software stack `stack` (resolved at the edge: `resolve_software`)."""
     # NB: on a CPU the host is the device: its own single-thread clock scales the dispatch.
-    stack = resolve_software(software, "cpu")[0].on_host(host_single_thread_hz(profile))
+    stack = stack.on_host(host_single_thread_hz(profile))
     eff = load_efficiency("cpu")
     compute = profile.compute
     unit, matmul_peak = matmul_path(profile, precision)

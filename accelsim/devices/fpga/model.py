@@ -40,7 +40,7 @@ On-chip BRAM + URAM hold the tiles, half of them double-buffering: `mapping.refe
 decides the extra DDR/HBM traffic when a layer does not fit. NB: only the primary off-chip
 memory (HBM on the U280) is used; `secondary_memory` is not.
 
-    fpga_costs(load_profile("alveo-u250"), work, gemms, "int8", "vitis-ai", batch=8)
+    fpga_costs(load_profile("alveo-u250"), work, gemms, "int8", default_stack("fpga"), batch=8)
 """
 
 from __future__ import annotations
@@ -137,12 +137,12 @@ def weight_fetches(batch: int | None, ov: OverlaySpec | None) -> float:
 
 
 def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
-               precision: str, software: str | SoftwareStack, batch: int | None = None
+               precision: str, stack: SoftwareStack, batch: int | None = None
                ) -> pd.DataFrame:
     """Cost of each work row on an FPGA card (overlay for int8, else the DSP fabric) under the
-    software stack `software` (its fusion, efficiency modifiers and per-kernel host time);
+    software stack `stack` (its fusion, efficiency modifiers and per-kernel host time);
     `batch`: the images in `work` (None: the weights are read once)."""
-    stack = compiled_stack(software, "fpga")
+    compiled_stack(stack, "fpga")
     n_rows = len(work)
     g = row_gemms(work, gemms)
     macs = per_row(g["macs"], g["row"], n_rows)

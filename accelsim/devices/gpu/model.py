@@ -1,7 +1,8 @@
 """The GPU class model: tensor cores or CUDA cores, CTA tiles in waves over the SMs, L2 reuse,
-DRAM streams, kernel launch and framework overhead, under a software stack (`software`).
+DRAM streams, kernel launch and framework overhead, under a software stack (a `SoftwareStack`,
+resolved at the edge).
 
-    costs = gpu_costs(load_profile("a100"), work, gemms, "fp16", "eager")
+    costs = gpu_costs(load_profile("a100"), work, gemms, "fp16", builtin_stacks()["pytorch-eager"])
 
 Per row of the work table:
 - matmul rows run on tensor cores when the precision has a matrix-engine peak on the device,
@@ -50,7 +51,6 @@ from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.formats import get_format
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import SoftwareStack
-from accelsim.profiles.stack_choice import resolve_software
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
@@ -103,10 +103,9 @@ def _require(profile: Any, value: Any, field: str) -> float:
 
 
 def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
-              software: str | SoftwareStack) -> pd.DataFrame:
+              stack: SoftwareStack) -> pd.DataFrame:
     """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a GPU under
-    the software stack `software` (a name, or a resolved `SoftwareStack` on its host)."""
-    stack, _ = resolve_software(software, "gpu")
+    the software stack `stack` (resolved at the edge, on its host: `resolve_software`)."""
     eff = load_efficiency("gpu")
     unit, matmul_peak = matmul_path(profile, precision)
     _require(profile, profile.compute.sm_count, "compute.sm_count")

@@ -49,7 +49,7 @@ Jetson AGX Orin: its profile is the whole module (GPU + 2 DLAs sharing LPDDR5) a
 int8 at the combined peak (NB: the GPU and the DLAs perfectly sharing every layer), fp32 on
 the GPU's CUDA cores, every op supported, the host link the shared DRAM.
 
-    npu_costs(load_profile("edge-tpu"), work, gemms, "int8", "eager")
+    npu_costs(load_profile("edge-tpu"), work, gemms, "int8", default_stack("npu"))
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def streamed_bytes(profile: DeviceProfile, work: pd.DataFrame, capacity: float |
 
 
 def host_time_energy(host: DeviceProfile, host_model: ClassModel, work: pd.DataFrame,
-                     gemms: pd.DataFrame, precision: str, software: str
+                     gemms: pd.DataFrame, precision: str, stack: SoftwareStack
                      ) -> tuple[np.ndarray, np.ndarray]:
     """(time_s, energy_j) of `work` rows on the host CPU, through its class model `host_model`
     and `finish` (the host's own TDP and static power). A precision the CPU model rejects runs
@@ -160,9 +160,9 @@ def host_time_energy(host: DeviceProfile, host_model: ClassModel, work: pd.DataF
     from accelsim.devices.energy import static_power_w
 
     try:
-        costs = host_model(host, work, gemms, precision, software)
+        costs = host_model(host, work, gemms, precision, stack)
     except AccelsimError:
-        costs = host_model(host, work, gemms, "fp32", software)
+        costs = host_model(host, work, gemms, "fp32", stack)
     done = finish(work, costs, host.power.tdp_w, static_power_w(host))
     return done["time_s"].to_numpy(dtype=float), done["energy_j"].to_numpy(dtype=float)
 
@@ -179,12 +179,13 @@ def _boundaries(work: pd.DataFrame, host_rows: np.ndarray) -> tuple[np.ndarray, 
 
 
 def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
-              precision: str, software: str | SoftwareStack, host: DeviceProfile | None = None,
-              host_model: ClassModel | None = None) -> pd.DataFrame:
+              precision: str, stack: SoftwareStack, host: DeviceProfile | None = None,
+              host_model: ClassModel | None = None,
+              host_stack: SoftwareStack | None = None) -> pd.DataFrame:
     """Cost of each work row on an NPU, with host fallback (see module docstring): `host` runs
     the ops the NPU cannot, costed by `host_model` (its class's model; the registry's record
     passes both, `DeviceClass.cost`)."""
-    stack = compiled_stack(software, "npu")
+    compiled_stack(stack, "npu")
     n_rows = len(work)
     path, datasheet_mac_per_s = matmul_rate(profile, precision)
     # NB: the stack's modifiers scale the array (tensor_core) or the vector path the matmuls
@@ -244,7 +245,7 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
         raise AccelsimError(f"{profile.name} cannot run {sorted(set(work['op'][host_rows]))} "
                             "and was given no host CPU to run them")
     host_s, host_j = host_time_energy(host, host_model, work[host_rows], gemms, precision,
-                                      software)
+                                      host_stack or stack)
     cross_in, cross_out = _boundaries(work, host_rows)
     moved = (np.where(cross_in, acts, 0.0) + np.where(cross_out, outs, 0.0))[host_rows]
     out.loc[host_rows, ["compute_s", "memory_s", "onchip_bytes"]] = 0.0

@@ -240,13 +240,13 @@ def buffer_dram_bytes(profile: DeviceProfile, work: pd.DataFrame, g: pd.DataFram
 
 
 def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
-                   precision: str, software: str | SoftwareStack,
+                   precision: str, stack: SoftwareStack,
                    dataflow: str | None = None) -> pd.DataFrame:
     """Cost of each work row on a TPU-like chip: GEMMs folded onto its MXUs (`dataflow`, or
     the profile's), the rest on its vector unit, DRAM traffic set by the unified buffer,
     stalls where DRAM (or the buffer's bandwidth) cannot feed the arrays; the software stack's
     fusion, efficiency modifiers and per-kernel host time (`_with_stack`)."""
-    stack = compiled_stack(software, "tpu")
+    compiled_stack(stack, "tpu")
     flow = dataflow or dataflow_of(profile)
     _check(flow)
     run = mxu_precision(profile, precision)
