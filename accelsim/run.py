@@ -18,7 +18,7 @@ from __future__ import annotations
 from accelsim.errors import AccelsimError
 from accelsim.llm.run import routes_to_llm, run_llm
 from accelsim.sim.api import run_pipeline
-from accelsim.sim.spec import SimulationConfig, SimulationResult, check_mode_knobs
+from accelsim.sim.spec import SimulationConfig, SimulationResult, check_mode_knobs, check_tf32
 
 __all__ = ["SimulationConfig", "SimulationResult", "run_simulation"]
 
@@ -30,8 +30,12 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     same."""
     mode = cfg.mode or cfg.scenario.mode
     check_mode_knobs(cfg, mode)
+    check_tf32(cfg)
     if cfg.prune_2_4 and not cfg.execute:
         raise AccelsimError("--prune-2-4 prunes the weights the kernels run with: add --execute")
     if routes_to_llm(cfg):
+        if cfg.tf32 is not None:
+            raise AccelsimError("--tf32 does not apply to a token-level decoder run (its fp32 "
+                                "runs as fp16): drop it")
         return run_llm(cfg)
     return run_pipeline(cfg, detail)

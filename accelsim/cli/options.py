@@ -45,6 +45,7 @@ _CHOICES: dict[str, Any] = {
     "kv_precision": click.Choice(["fp16", "bf16", "fp8", "int8"]),
     "batching": click.Choice(["continuous", "static"]),
     "length_dist": click.Choice(["fixed", "uniform", "exponential"]),
+    "tf32": click.Choice(["on", "off"]),  # a bool knob given as on|off
 }
 _INPUT_KNOBS = ("seq_len", "image_size")  # the common model inputs get their own flags
 _TYPES = {int: int, float: float, str: str}
@@ -55,10 +56,11 @@ def _flag(name: str) -> str:
 
 
 def _option(name: str, help_text: str, kind: type) -> Any:
-    if kind is bool:
+    if kind is bool and name not in _CHOICES:
         return click.option(_BOOL_FLAGS.get(name, f"{_flag(name)}/--no-{_flag(name)[2:]}"),
                             name, default=None, help=help_text[:1].upper() + help_text[1:] + ".")
-    return click.option(_flag(name), name, type=_CHOICES.get(name, _TYPES[kind]), default=None,
+    kind_type = _CHOICES[name] if name in _CHOICES else _TYPES[kind]
+    return click.option(_flag(name), name, type=kind_type, default=None,
                         help=help_text[:1].upper() + help_text[1:] + ".")
 
 

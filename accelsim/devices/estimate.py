@@ -128,7 +128,8 @@ class DeviceEstimate:
 def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str = "infer",
              software: str | SoftwareStack = DEFAULT, optimizer: str = "sgd",
              host_single_thread_hz: float | None = None,
-             host_cpu: Any = None, measured: pd.DataFrame | None = None) -> DeviceEstimate:
+             host_cpu: Any = None, measured: pd.DataFrame | None = None,
+             tf32: bool | None = None) -> DeviceEstimate:
     """Cost one inference batch (`mode="infer"`) or one training step (`"train"`: forward,
     backward and optimizer update) of `graph` on the device described by `profile`, under the
     software stack `software` ("default": the device class's; a name, a stack file or a
@@ -136,10 +137,12 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     single-thread clock (None: the stack's reference host). `host_cpu`: the system's CPU
     profile, which runs the ops an NPU cannot (None: its record's `host_fallback` stands in).
     `measured`: per-op measurements of the executed kernels (`accelsim.kernels.measure`),
-    applied by `accelsim.devices.sparsity` (zero gating, 2:4 sparsity) and reported per layer."""
+    applied by `accelsim.devices.sparsity` (zero gating, 2:4 sparsity) and reported per layer.
+    `tf32`: fp32 GEMMs as TF32 on tensor cores, or not (None: as the stack says)."""
     stack, software_note = resolve_software(software, profile.device_class,
                                             host_single_thread_hz)
     asked = software if isinstance(software, str) else software.name  # (the record's)
+    stack = stack.with_tf32(tf32)
     record = registry.get(profile.device_class)
     if batch < 1:
         raise AccelsimError(f"batch size must be at least 1, not {batch}")
@@ -178,7 +181,7 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
                      f"host CPU '{record.host_fallback}' (no host CPU profile: the system's CPU "
                      "is defined inline or not given)")
     if record.notes is not None:
-        notes.extend(record.notes(profile, work, gemms))
+        notes.extend(record.notes(profile, work, gemms, stack, hardware_key(precision)))
     if unsupported:
         notes.append(f"{len(unsupported)} op kinds have no cost formula and are not costed: "
                      f"{', '.join(unsupported)}")

@@ -72,7 +72,7 @@ class DeviceClass:
     stack's per-step host time is added); `power_limits`, `capacity_bytes`,
     `has_offchip_memory` (read off the profile); `row_matrix_peaks` (a per-row matrix peak
     the invariants hold rows to, where some rows ran on other units: a GPU's tf32 rows);
-    `notes(profile, work, gemms)` (lines the estimate adds to its notes);
+    `notes(profile, work, gemms, stack, precision)` (lines the estimate adds to its notes);
     `matrix_precision(profile, precision)` (the format its matrix units compute a request in,
     None: as asked)."""
 
@@ -89,7 +89,7 @@ class DeviceClass:
     capacity_bytes: Callable[[Any], float | None] = profile_capacity_bytes
     has_offchip_memory: Callable[[Any], bool] = profile_has_offchip_memory
     row_matrix_peaks: RowPeakFn | None = None
-    notes: Callable[[Any, pd.DataFrame, pd.DataFrame], list[str]] | None = None
+    notes: Callable[[Any, pd.DataFrame, pd.DataFrame, SoftwareStack, str], list[str]] | None = None
     matrix_precision: Callable[[Any, str], str] | None = None
 
     def host_for(self, host: Any = None) -> Any:

@@ -198,6 +198,7 @@ class SoftwareStack:
     cpu_efficiency: dict[str, float] = field(default_factory=dict)
     cpu_micro_tile: tuple[int, int] | None = None
     fp32_on_tf32: tuple[str, ...] = ()
+    tf32_asked: bool | None = None  # `with_tf32`: the run's choice (None: the stack's default)
     efficiency_classes: tuple[str, ...] | None = None  # None: every class of the stack
     source: str = field(default="", compare=False, repr=False)  # the file it was loaded from
     framework_cores_per_device: int | None = None  # None: the stack gives none
@@ -250,6 +251,15 @@ class SoftwareStack:
     def host_per_request_s(self) -> float:
         """A server's host time per request on this host, s (0: not a server)."""
         return self.per_request_s * self.host_scale
+
+    def with_tf32(self, on: bool | None) -> SoftwareStack:
+        """The stack with fp32 GEMMs run as TF32 on tensor cores (`on`: every matmul-like op
+        group) or kept in fp32 (off: CUDA cores), as a run asks (the `tf32` knob; PyTorch's
+        allow_tf32, TensorFlow's enable_tensor_float_32_execution, NVIDIA_TF32_OVERRIDE=0,
+        TensorRT's kTF32 flag); None: as the stack's file says."""
+        if on is None:
+            return self
+        return dataclasses.replace(self, fp32_on_tf32=TF32_GROUPS if on else (), tf32_asked=on)
 
     def on_host(self, host_single_thread_hz: float | None) -> SoftwareStack:
         """The same stack on a host of that single-thread clock (None: the reference)."""

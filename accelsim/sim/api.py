@@ -48,7 +48,7 @@ def run_pipeline(cfg: SimulationConfig, detail: bool = True) -> SimulationResult
     batch = (cfg.serve.get("max_batch") or sc.batch_size) if mode == "serve" else sc.batch_size
     device_mode = "train" if mode == "train" else "infer"
     est = estimate(graph, profile, batch, sc.precision, device_mode, cfg.software, sc.optimizer,
-                   host_clock_hz(system), host_cpu_profile(system))
+                   host_clock_hz(system), host_cpu_profile(system), tf32=cfg.tf32)
     executed = _executed(cfg, mode, graph, profile, batch, est, system) if cfg.execute else None
     if executed is not None:
         est = executed[0]
@@ -86,7 +86,8 @@ def _executed(cfg: SimulationConfig, mode: str, graph: Any, profile: Any, batch:
         return dense, None, [note]
     sc = cfg.scenario
     est = estimate(graph, profile, batch, sc.precision, "infer", cfg.software, sc.optimizer,
-                   host_clock_hz(system), host_cpu_profile(system), measured=ops)
+                   host_clock_hz(system), host_cpu_profile(system), measured=ops,
+                   tf32=cfg.tf32)
     return est, {**run, **execution_totals(est.layers, ops, dense, est)}, []
 
 
@@ -129,7 +130,7 @@ def _train(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
     from accelsim.sim.run import simulate_training
 
     res = simulate_training(TrainConfig(
-        sc, system, devices=cfg.devices, seed=cfg.seed or 0, software=cfg.software,
+        sc, system, devices=cfg.devices, seed=cfg.seed or 0, software=cfg.software, tf32=cfg.tf32,
         device_profile=profile, max_events=max_events(cfg), **cfg.train))
     pipe = {k: v for k, v in res.to_dict().items() if k not in _PLACED}
     total_j = res.energy_breakdown_j["total"]
@@ -159,7 +160,7 @@ def _serve(cfg: SimulationConfig, sc: Scenario, system: Any, profile: Any,
     knobs = {**cfg.serve, "max_batch": batch}
     res = simulate_serving(ServeConfig(
         sc, device=profile, system=system, devices=cfg.devices, seed=cfg.seed or 0,
-        software=cfg.software, precision=sc.precision, **knobs))
+        software=cfg.software, tf32=cfg.tf32, precision=sc.precision, **knobs))
     served = {k: v for k, v in res.to_dict().items() if k not in _PLACED}
     served.pop("workload")  # the name; the record's workload is the full description
     record["device_only"] = device.as_dict()

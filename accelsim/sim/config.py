@@ -84,6 +84,7 @@ class TrainConfig:
     epochs: int | None = None
     seed: int = 0
     software: str = DEFAULT
+    tf32: bool | None = None  # fp32 GEMMs as TF32 (None: the stack's default)
     device_profile: Any = None  # a loaded device profile (e.g. NullProfile) replacing the system's
     max_events: int = 2_000_000  # refuse runs estimated to schedule more events than this
 
@@ -280,7 +281,8 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
         allreduce=cfg.allreduce, overlap_allreduce=overlap, bucket_mb=float(bucket_mb),
         accumulate=accumulate, steps=steps, epochs=epochs,
         seed=seed, software=cfg.software,
-        stack=resolve_software(cfg.software, profile.device_class, host_clock_hz(system))[0],
+        stack=resolve_software(cfg.software, profile.device_class,
+                               host_clock_hz(system))[0].with_tf32(cfg.tf32),
         max_events=_whole("max_events", cfg.max_events, 1),
         nodes=nodes, decode=_decode(cfg.decode, gpudirect, dataset, profile),
         device_spread=float(spread) + 0.0)  # + 0.0: -0.0 reads as 0

@@ -77,6 +77,9 @@ _KNOBS = (
          "training optimizer: sgd, momentum or adam"),
     Knob("software", "config", "software", str, ALL_MODES,
          "software stack (hw_profiles/software/; default: the device class's)"),
+    Knob("tf32", "config", "tf32", bool, ALL_MODES,
+         "fp32 GEMMs as TF32 on tensor cores (on) or in fp32 on CUDA cores (off), on GPUs "
+         "whose tensor cores run TF32; default: the software stack's"),
     Knob("dataflow", "config", "dataflow", str, ALL_MODES,
          "systolic arrays: weight, output or input stationary (ws, os, is)"),
     Knob("devices", "config", "devices", int, SIMULATED, "accelerators used", low=1,

@@ -83,6 +83,7 @@ class ServeConfig:
     requests: int = 10_000
     seed: int = 0
     software: str = DEFAULT
+    tf32: bool | None = None  # fp32 GEMMs as TF32 (None: the stack's default)
     precision: str | None = None
     service_distribution: str = "fixed"
 
@@ -336,7 +337,7 @@ def simulate_serving(cfg: ServeConfig) -> ServeResult:
     host_hz = host_clock_hz(system) if system is not None else None  # None: reference host
     host_cpu = host_cpu_profile(system) if system is not None else None
     table = service_table(graph, profile, link, cfg.max_batch, precision, cfg.software, host_hz,
-                          host_cpu)
+                          host_cpu, cfg.tf32)
     server = _Server(cfg, n_devices, table)
     server.env.run()
     records = server.rec.frame()

@@ -76,9 +76,9 @@ def _transfer(n_bytes: np.ndarray, link: Link | None) -> tuple[np.ndarray, np.nd
 
 def _compute_table(graph: Graph, profile: Any, link: Link | None, max_batch: int,
                    precision: str, software: str, host_hz: float | None,
-                   host_cpu: Any = None) -> pd.DataFrame:
+                   host_cpu: Any = None, tf32: bool | None = None) -> pd.DataFrame:
     grid = _grid(max_batch)
-    stack = resolve_software(software, profile.device_class, host_hz)[0]  # once, for the grid
+    stack = resolve_software(software, profile.device_class, host_hz)[0].with_tf32(tf32)
     ests = [estimate(graph, profile, int(b), precision, "infer", stack,
                      host_single_thread_hz=host_hz, host_cpu=host_cpu) for b in grid]
     batch = np.arange(1, max_batch + 1)
@@ -114,19 +114,20 @@ def _compute_table(graph: Graph, profile: Any, link: Link | None, max_batch: int
 
 def service_table(graph: Graph, profile: Any, link: Link | None, max_batch: int,
                   precision: str, software: str = "default", host_hz: float | None = None,
-                  host_cpu: Any = None) -> pd.DataFrame:
+                  host_cpu: Any = None, tf32: bool | None = None) -> pd.DataFrame:
     """Per batch size b = 1..max_batch (the index): h2d_s, compute_s, d2h_s, service_s (their
     sum), energy_j (device batch energy plus link energy), io_bytes (inputs plus outputs moved)
-    and required_bytes (device memory). `host_cpu`: the CPU profile an NPU falls back on."""
+    and required_bytes (device memory). `host_cpu`: the CPU profile an NPU falls back on; `tf32`:
+    fp32 GEMMs as TF32 (None: the stack's default)."""
     # Profiles and links hold dicts (unhashable), so the key uses their reprs; graphs hash by
     # identity and zoo graphs are cached, so a rebuilt graph is a new key.
     key = (graph, repr(profile), repr(link), max_batch, precision, software, host_hz,
-           getattr(host_cpu, "name", None))
+           getattr(host_cpu, "name", None), tf32)
     if key not in _CACHE:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = _compute_table(graph, profile, link, max_batch, precision, software,
-                                     host_hz, host_cpu)
+                                     host_hz, host_cpu, tf32)
     return _CACHE[key]
 
 

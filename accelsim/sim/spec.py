@@ -43,6 +43,7 @@ class SimulationConfig:
     llm: dict[str, Any] = field(default_factory=dict)  # token-level decoder knobs (accelsim.llm)
     execute: bool = False  # infer: run the kernels, feed their error and sparsity in (execution)
     prune_2_4: bool = False  # with execute: the device runs conv/linear weights pruned to 2:4
+    tf32: bool | None = None  # fp32 GEMMs as TF32 on tensor cores (None: the stack's default)
 
 
 @dataclass
@@ -69,6 +70,15 @@ def check_mode_knobs(cfg: SimulationConfig, mode: str) -> None:
         knobs = ", ".join(f"'{k}' (mode {m})" for k, m in misplaced)
         raise AccelsimError(f"{knobs} do not apply to mode {mode}: drop them or choose that "
                             "mode")
+
+
+def check_tf32(cfg: SimulationConfig) -> None:
+    """The tf32 knob chooses how fp32 GEMMs run: an error on a run at another precision."""
+    precision = cfg.scenario.precision
+    if cfg.tf32 is not None and precision != "fp32":
+        raise AccelsimError(f"tf32 chooses whether fp32 GEMMs run as TF32; this run is "
+                            f"{precision}: drop --tf32, or use --precision fp32 (precision "
+                            "tf32 runs every GEMM as TF32)")
 
 
 def max_events(cfg: SimulationConfig) -> int:

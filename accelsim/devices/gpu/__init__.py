@@ -10,9 +10,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.gpu.model import gpu_costs, matmul_path, vector_peak_flops_per_s
+from accelsim.devices.gpu.model import (
+    gpu_costs,
+    matmul_path,
+    tf32_rows,
+    vector_peak_flops_per_s,
+)
 from accelsim.devices.registry import DeviceClass, register
 from accelsim.profiles.device_schema import ClassSchema
+from accelsim.profiles.software import SoftwareStack
 
 
 def peaks(profile: Any, precision: str) -> tuple[float, float]:
@@ -34,6 +40,32 @@ def tf32_row_peaks(profile: Any, layers: pd.DataFrame, precision: str, matmul: n
     return np.where(on_tf32, np.maximum(peak, float(tf32)), peak)
 
 
+_GROUP_WORDS = {"conv": "convolutions", "matmul": "other matmuls"}
+
+
+def tf32_notes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, stack: SoftwareStack,
+               precision: str) -> list[str]:
+    """Where an fp32 run's GEMMs ran, on a GPU whose tensor cores run TF32: as TF32 on tensor
+    cores or in fp32 on CUDA cores (`model.tf32_rows`), and whose choice that was."""
+    del gemms
+    if precision != "fp32" or "tf32" not in profile.compute.matrix_peak_flops_per_s:
+        return []
+    on_tf32 = int(tf32_rows(work, stack, profile, precision).sum())
+    n_gemm = int(work["matmul"].sum())
+    whose = ("as asked" if stack.tf32_asked is not None
+             else f"{stack.name}'s default for fp32")
+    if on_tf32:
+        groups = " and ".join(_GROUP_WORDS[g] for g in stack.fp32_on_tf32)
+        return [f"TF32: fp32 {groups} ran as TF32 on tensor cores ({on_tf32} of {n_gemm} GEMM "
+                f"rows, {whose}); --tf32 off keeps every fp32 GEMM on CUDA cores"]
+    if stack.fp32_on_tf32:  # the stack would, but the model has no GEMM of those groups
+        groups = " and ".join(_GROUP_WORDS[g] for g in stack.fp32_on_tf32)
+        return [f"TF32: {whose} runs fp32 {groups} as TF32, and this model has none: every "
+                "fp32 GEMM ran on CUDA cores; --tf32 on runs them all as TF32"]
+    return [f"TF32 off ({whose}): every fp32 GEMM ran in fp32 on CUDA cores; --tf32 on runs "
+            "them as TF32 on tensor cores"]
+
+
 SCHEMA = ClassSchema.of(
     may="compute.base_clock compute.cuda_cores compute.tensor_cores onchip_memory.l3_cache "
         "onchip_memory.shared_mem_per_sm onchip_memory.register_file_per_sm peer_link",
@@ -42,4 +74,4 @@ SCHEMA = ClassSchema.of(
 
 GPU = register(DeviceClass(name="gpu", model=gpu_costs, peaks=peaks, schema=SCHEMA,
                            default_stack="pytorch-eager", dvfs=True,
-                           row_matrix_peaks=tf32_row_peaks))
+                           row_matrix_peaks=tf32_row_peaks, notes=tf32_notes))

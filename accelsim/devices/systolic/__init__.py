@@ -53,9 +53,11 @@ def check_peaks(c: Any, raw: Mapping[str, Any], source: str) -> None:
                               "GEMMs")
 
 
-def sram_notes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame) -> list[str]:
+def sram_notes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, stack: Any,
+               precision: str) -> list[str]:
     """The note of SCALE-Sim's SRAM model (a profile read from a `.cfg`: `operand_srams`) on
-    the layers it times without addresses."""
+    the layers it times without addresses (the stack and precision do not change it)."""
+    del stack, precision
     srams = getattr(profile, "operand_srams", None)
     if srams is None:
         return []
