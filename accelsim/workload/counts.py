@@ -207,6 +207,9 @@ _PER_ELEMENT_FLOPS: dict[OpKind, tuple[int, int]] = {
     OpKind.SIGMOID: (4, 2),
     OpKind.TANH: (5, 2),
     OpKind.SILU: (5, 6),
+    OpKind.HARDSIGMOID: (4, 2),  # add 3, clamp to [0, 6] (2), scale by 1/6; dy masked, scaled
+    OpKind.HARDSWISH: (5, 4),  # x times the hardsigmoid; dy (2x + 3) / 6 inside the ramp
+    OpKind.LEAKY_RELU: (2, 2),  # slope x, max; dy scaled where x < 0
     OpKind.ADD: (1, 0),
     OpKind.MUL: (1, 2),
     OpKind.ROPE: (3, 3),  # x*cos + rotate(x)*sin
@@ -257,6 +260,14 @@ def _copy(op: Op) -> OpCounts:
     # NB: materialised as one copy (read everything, write everything), as eager frameworks do.
     n = _in_elems(op)
     return OpCounts(0.0, 0.0, 0.0, n, n, 0, 0)
+
+
+@formula(OpKind.UPSAMPLE)
+def _upsample(op: Op) -> OpCounts:
+    # Nearest neighbour: a copy, each input element written scale^d times; no arithmetic. The
+    # backward pass sums each input's block of output gradients (one add per output element).
+    n, out = _in_elems(op), _n(op.output_shape)
+    return OpCounts(0.0, float(out), 0.0, n, out, 0, 0)
 
 
 # ---- ops that imported models need (sub, div, const_binary, slice) -----------------------

@@ -52,6 +52,9 @@ class OpKind(enum.StrEnum):
     SIGMOID = "sigmoid"
     TANH = "tanh"
     SILU = "silu"
+    HARDSIGMOID = "hardsigmoid"  # relu6(x + 3) / 6 (MobileNetV3)
+    HARDSWISH = "hardswish"  # x * relu6(x + 3) / 6 (MobileNetV3)
+    LEAKY_RELU = "leaky_relu"  # max(x, negative_slope * x) (Darknet, YOLO)
     ADD = "add"
     MUL = "mul"
     ROPE = "rope"
@@ -60,6 +63,7 @@ class OpKind(enum.StrEnum):
     RESHAPE = "reshape"
     TRANSPOSE = "transpose"
     CONCAT = "concat"
+    UPSAMPLE = "upsample"  # nearest-neighbour, an integer scale factor (YOLOv3)
     # ops that imported models need (`accelsim.workload.importers`)
     SUB = "sub"
     DIV = "div"
@@ -74,7 +78,8 @@ MATMUL_KINDS = frozenset(
 )
 ELEMENTWISE_KINDS = frozenset(
     {OpKind.RELU, OpKind.RELU6, OpKind.GELU, OpKind.SIGMOID, OpKind.TANH, OpKind.SILU,
-     OpKind.ADD, OpKind.MUL, OpKind.ROPE, OpKind.SUB, OpKind.DIV, OpKind.CONST_BINARY}
+     OpKind.HARDSIGMOID, OpKind.HARDSWISH, OpKind.LEAKY_RELU, OpKind.ADD, OpKind.MUL,
+     OpKind.ROPE, OpKind.SUB, OpKind.DIV, OpKind.CONST_BINARY}
 )
 VIEW_KINDS = frozenset({OpKind.RESHAPE, OpKind.TRANSPOSE})
 

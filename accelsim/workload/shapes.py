@@ -210,8 +210,17 @@ def _same_shape(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, di
     return shapes[0], {}
 
 
-for _kind in (OpKind.RELU, OpKind.RELU6, OpKind.GELU, OpKind.SIGMOID, OpKind.TANH, OpKind.SILU):
+for _kind in (OpKind.RELU, OpKind.RELU6, OpKind.GELU, OpKind.SIGMOID, OpKind.TANH, OpKind.SILU,
+              OpKind.HARDSIGMOID, OpKind.HARDSWISH):
     op_spec(_kind)(_same_shape)
+
+
+@op_spec(OpKind.LEAKY_RELU, negative_slope=0.01)
+def _leaky_relu(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, dict]:
+    """max(x, slope x) for slope in [0, 1) (PyTorch's default 0.01; Darknet's "leaky" 0.1)."""
+    if not 0.0 <= a["negative_slope"] < 1.0:
+        raise ShapeError(f"negative_slope {a['negative_slope']} must lie in [0, 1)")
+    return shapes[0], {}
 
 
 def _broadcast(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, dict]:
@@ -281,6 +290,19 @@ def _concat(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, dict]:
     out = list(shapes[0])
     out[ax] = sum(s[ax] for s in shapes)
     return tuple(out), {}
+
+
+@op_spec(OpKind.UPSAMPLE, scale_factor=2)
+def _upsample(shapes: tuple[Shape, ...], a: dict[str, Any]) -> tuple[Shape, dict]:
+    """Nearest-neighbour upsampling of (C, *spatial) by an integer `scale_factor` along every
+    spatial axis (PyTorch `nn.Upsample(scale_factor=s, mode="nearest")`, Darknet's upsample)."""
+    (x,) = shapes
+    s = a["scale_factor"]
+    if len(x) < 2:
+        raise ShapeError("expects a (C, *spatial) input")
+    if not isinstance(s, int) or isinstance(s, bool) or s < 1:
+        raise ShapeError(f"scale_factor {s!r} must be an integer >= 1")
+    return (x[0], *(d * s for d in x[1:])), {}
 
 
 # ---- ops that imported models need (sub, div, const_binary, slice, unmapped) -------------

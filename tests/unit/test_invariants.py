@@ -30,18 +30,24 @@ from accelsim.workload.zoo import build_model, model_names
 SMALL = {"image_size": 64, "seq_len": 64, "volume_size": 32}
 BATCHES = (1, 4)
 FRAMEWORK_CLASSES = ("gpu", "cpu")  # the classes whose cost depends on `software`
+# Models whose shape rules need more than 64 pixels: VGG's 7x7 classifier input, Inception
+# v3 and v4's unpadded stride-2 convs, SSD's four extra stride-2 layers after stride 32.
+FULL_IMAGE = ("vgg16", "vgg19", "inception_v3", "inception_v4", "ssd_mobilenet_v2")
+# Deeper copies of a family already in the grid (same op kinds and block shapes): left out to
+# keep the grid a few seconds per profile.
+DEEPER_COPIES = ("resnet101", "resnet152", "vgg19", "inception_v4")
 
 
 def small_graph(name: str):  # noqa: ANN201 - a Graph
     from accelsim.workload.zoo import model_knobs
 
     knobs = {k: v for k, v in SMALL.items() if k in model_knobs(name)}
-    if name == "vgg16":
-        knobs.pop("image_size")  # vgg16 needs 224 (its 7x7 classifier input)
+    if name in FULL_IMAGE:
+        knobs.pop("image_size")
     return build_model(name, **knobs)
 
 
-GRAPHS = {name: small_graph(name) for name in model_names()}
+GRAPHS = {name: small_graph(name) for name in model_names() if name not in DEEPER_COPIES}
 
 
 @pytest.mark.slow

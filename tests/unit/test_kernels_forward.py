@@ -259,6 +259,8 @@ UNARY_REFS = {
     "sigmoid": lambda v: 1 / (1 + math.exp(-v)) if v > -700 else 0.0,
     "tanh": math.tanh,
     "silu": lambda v: v / (1 + math.exp(-v)) if v > -700 else 0.0,
+    "hardsigmoid": lambda v: 0.0 if v <= -3 else 1.0 if v >= 3 else v / 6 + 0.5,
+    "hardswish": lambda v: 0.0 if v <= -3 else v if v >= 3 else v * (v + 3) / 6,
 }
 
 
@@ -273,6 +275,23 @@ def test_unary(kind: str) -> None:
     if kind == "gelu":  # the tanh form stays within 1e-3 of the exact erf form
         exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.flat])
         assert np.abs(y.ravel() - exact).max() < 1e-3
+
+
+@pytest.mark.parametrize("slope", [0.01, 0.1, 0.0])
+def test_leaky_relu(slope: float) -> None:
+    x = rand(np.random.default_rng(0), N, 4, 3)
+    y, _ = run(mk("leaky_relu", (4, 3), negative_slope=slope), x)
+    ref = np.array([v if v > 0 else slope * v for v in x.flat]).reshape(x.shape)
+    close(y, ref, 1e-6)
+
+
+@pytest.mark.parametrize(("shape", "s"), [((2, 3, 4), 2), ((1, 2, 2), 3), ((3, 5), 2)])
+def test_upsample_nearest(shape: tuple[int, ...], s: int) -> None:
+    x = rand(np.random.default_rng(0), N, *shape)
+    y, _ = run(mk("upsample", shape, scale_factor=s), x)
+    assert y.shape == (N, shape[0], *(d * s for d in shape[1:]))
+    for idx in np.ndindex(y.shape):  # output (i, j) takes input (i // s, j // s)
+        assert y[idx] == x[(idx[0], idx[1], *(i // s for i in idx[2:]))]
 
 
 @pytest.mark.parametrize("kind", ["add", "mul"])
@@ -368,7 +387,9 @@ def tiny_volume() -> Graph:
     x = g.conv3d(g.input("v", (2, 6, 6, 6)), out_channels=4, kernel=3, padding=1)
     x = g.relu6(g.instancenorm(x))
     x = g.conv_transpose3d(x, out_channels=2, kernel=2, stride=2)
+    x = g.leaky_relu(g.hardswish(g.hardsigmoid(x)), negative_slope=0.1)
     y = g.avgpool2d(g.reshape(x, shape=(24, 12, 12)), kernel=3, stride=2, ceil_mode=True)
+    y = g.avgpool2d(g.upsample(y, scale_factor=2), kernel=2)
     g.softmax(g.matmul(g.reshape(y, shape=(24, 36)), g.reshape(y, shape=(36, 24))))
     return g.build()
 

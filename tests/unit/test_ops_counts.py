@@ -139,3 +139,27 @@ def test_pool_ceil_mode_matches_pytorch_rule(size, k, s, p, expected):
     op = make_op("p", OpKind.MAXPOOL2D, ("x",), ((1, size, size),),
                  dict(kernel=k, stride=s, padding=p, ceil_mode=True))
     assert op.output_shape == (1, expected, expected)
+
+
+def test_new_activation_and_upsample_counts():
+    # hardsigmoid: add, clamp (2), scale; hardswish one multiply more; leaky relu: scale, max.
+    for kind, per in ((OpKind.HARDSIGMOID, 4), (OpKind.HARDSWISH, 5), (OpKind.LEAKY_RELU, 2)):
+        c = count_op(make_op("a", kind, ("x",), ((8, 5, 5),), {}))
+        assert c.fwd_flops == per * 200 and c.read_elems == c.write_elems == 200
+    up = make_op("u", OpKind.UPSAMPLE, ("x",), ((8, 5, 6),), dict(scale_factor=2))
+    assert up.output_shape == (8, 10, 12)
+    c = count_op(up)
+    # A copy: reads the input once, writes each element scale^2 times, no arithmetic.
+    assert (c.fwd_flops, c.read_elems, c.write_elems) == (0.0, 240, 960)
+    assert c.bwd_input_flops == 960 and c.weight_elems == 0
+
+
+@pytest.mark.parametrize(("kind", "shape", "attrs", "match"), [
+    (OpKind.LEAKY_RELU, (4,), dict(negative_slope=1.5), "negative_slope"),
+    (OpKind.UPSAMPLE, (4, 2, 2), dict(scale_factor=1.5), "scale_factor"),
+    (OpKind.UPSAMPLE, (4, 2, 2), dict(scale_factor=0), "scale_factor"),
+    (OpKind.UPSAMPLE, (4,), {}, "spatial"),
+])
+def test_new_op_attribute_errors(kind, shape, attrs, match):
+    with pytest.raises(ShapeError, match=match):
+        make_op("o", kind, ("x",), (shape,), attrs)

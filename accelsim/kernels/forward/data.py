@@ -1,5 +1,5 @@
-"""Data movement and lookup: embedding, reshape, transpose, concat, slice; and `unmapped`,
-whose kernel refuses to run."""
+"""Data movement and lookup: embedding, reshape, transpose, concat, slice, nearest upsampling;
+and `unmapped`, whose kernel refuses to run."""
 
 from __future__ import annotations
 
@@ -58,6 +58,16 @@ def slice_kernel(op: Op, xs: list[np.ndarray], params: dict[str, np.ndarray]) ->
         r = slice_range(x.shape[ax % (x.ndim - 1) + 1], st, en, sp)
         index[ax % (x.ndim - 1) + 1] = slice(r.start, r.stop, r.step)
     return np.ascontiguousarray(x[tuple(index)])
+
+
+@kernel(OpKind.UPSAMPLE)
+def upsample_kernel(op: Op, xs: list[np.ndarray], params: dict[str, np.ndarray]) -> np.ndarray:
+    """(N, C, *S) -> (N, C, *(S * scale)): each element repeated `scale_factor` times along
+    every spatial axis (nearest neighbour)."""
+    y = xs[0]
+    for axis in range(2, y.ndim):
+        y = np.repeat(y, op.attrs["scale_factor"], axis=axis)
+    return y
 
 
 @kernel(OpKind.UNMAPPED)

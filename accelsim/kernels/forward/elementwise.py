@@ -24,6 +24,11 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
     return np.float32(0.5) * x * (np.float32(1.0) + np.tanh(c * (x + np.float32(0.044715) * x**3)))
 
 
+def hardsigmoid(x: np.ndarray) -> np.ndarray:
+    """relu6(x + 3) / 6 (PyTorch `F.hardsigmoid`, MobileNetV3's piecewise-linear sigmoid)."""
+    return np.clip(x + np.float32(3.0), np.float32(0.0), np.float32(6.0)) / np.float32(6.0)
+
+
 _UNARY = {
     OpKind.RELU: lambda x: np.maximum(x, np.float32(0.0)),
     OpKind.RELU6: lambda x: np.clip(x, np.float32(0.0), np.float32(6.0)),
@@ -31,6 +36,8 @@ _UNARY = {
     OpKind.SIGMOID: sigmoid,
     OpKind.TANH: np.tanh,
     OpKind.SILU: lambda x: x * sigmoid(x),
+    OpKind.HARDSIGMOID: hardsigmoid,
+    OpKind.HARDSWISH: lambda x: x * hardsigmoid(x),
 }
 
 
@@ -38,6 +45,13 @@ _UNARY = {
 def unary_kernel(op: Op, xs: list[np.ndarray], params: dict[str, np.ndarray]) -> np.ndarray:
     """Activation of x (N, ...) -> same shape."""
     return _UNARY[op.kind](f32(xs[0]))
+
+
+@kernel(OpKind.LEAKY_RELU)
+def leaky_relu_kernel(op: Op, xs: list[np.ndarray], params: dict[str, np.ndarray]) -> np.ndarray:
+    """max(x, slope x) (slope in [0, 1)) of x (N, ...) -> same shape."""
+    x = f32(xs[0])
+    return np.maximum(x, np.float32(op.attrs["negative_slope"]) * x)
 
 
 def align(x: np.ndarray, shape: Shape, rank: int) -> np.ndarray:

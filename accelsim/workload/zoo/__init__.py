@@ -18,7 +18,7 @@ from accelsim.workload.graph import Graph
 ModelFn = Callable[..., Graph]
 MODELS: dict[str, ModelFn] = {}
 _FAMILIES = ("resnet", "mobilenet", "vgg", "inception", "transformer", "llama", "unet3d",
-             "small")
+             "small", "squeezenet", "densenet", "efficientnet", "ssd", "yolo")
 
 
 def model(name: str) -> Callable[[ModelFn], ModelFn]:
