@@ -17,16 +17,29 @@ recombined exactly as gpu.py and estimate.py do (compute / efficiency x modifier
 memory / bandwidth efficiency, launch gaps, host time per kernel not hidden by the kernel,
 scaled by the system's host CPU, plus the per-step time), and coordinate descent on a
 shrinking multiplicative grid minimises the sum of absolute log errors (robust to
-inconsistent rows). NB: DVFS is left out of the fit.
+inconsistent rows). The power limit is part of the recombination, as in `finish`: a kernel
+whose power at full clock exceeds its board's headroom runs at the clock that fits
+(`accelsim.devices.dvfs.throttle`, on the cases that can throttle at all: those over the limit
+at every factor 1 and no host time, the fastest and most power-hungry point). NB: within one
+step of the descent the clock fractions are held at their values at the step's start (a fixed
+point, refreshed at every step); predictions use the exact throttle. NB: the per-step host
+time is added once per step here, while the estimate spreads it over the rows' overhead, which
+lowers their power a little: on a throttled case the two differ by about 1e-5.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from accelsim.devices import registry
+from accelsim.devices.core import kernel_groups
+from accelsim.devices.dvfs import throttle
+from accelsim.devices.energy import static_power_w
+from accelsim.devices.estimate import voltage_floor
 from accelsim.devices.gpu.model import gpu_costs
 from accelsim.profiles.devices import load_profile
 from accelsim.profiles.efficiency import load_efficiency
@@ -97,6 +110,12 @@ class Parts:
     case_stack: list[str]
     case_host_scale: np.ndarray  # reference clock / the system's host clock, per case
     n_cases: int
+    die_j: np.ndarray  # per kernel row: dynamic energy that scales with the core voltage, J
+    offchip_j: np.ndarray  # per kernel row: DRAM energy (does not), J
+    group: np.ndarray  # per kernel row: the (global) position of the kernel it ran in
+    headroom_w: np.ndarray  # per kernel row: its board's TDP less static power, W
+    floor: np.ndarray  # per kernel row: the DVFS voltage floor (nan: no DVFS, never capped)
+    capped: np.ndarray  # per kernel row: its case can exceed the power limit at all
 
 
 def stack_for_key(key: str) -> SoftwareStack:
@@ -124,11 +143,20 @@ def _case_costs(row: Row) -> dict[str, np.ndarray]:
     tensor = (costs["unit"] == "tensor_core").to_numpy()
     kernels = costs["kernels"].to_numpy(dtype=float)
     optimizer = (work["phase"] == "optimizer").to_numpy()
+    profile = load_profile(row.device)
+    tdp_w = registry.get(profile.device_class).power_limits(profile)[0]
+    offchip = costs["offchip_energy_j"].to_numpy(dtype=float)
+    floor = voltage_floor(profile)
+    n = len(work)
     return {"tensor": np.where(tensor, costs["compute_s"], 0.0),
             "cuda": np.where(tensor, 0.0, costs["compute_s"]),
             "memory": costs["memory_s"].to_numpy(dtype=float), "kernels": kernels,
             "launch": kernels * eff["assumed.kernel_launch_s"],
-            "weight": np.where(optimizer, 1.0 / row.accumulation_steps, 1.0)}
+            "weight": np.where(optimizer, 1.0 / row.accumulation_steps, 1.0),
+            "die_j": costs["dynamic_energy_j"].to_numpy(dtype=float) - offchip,
+            "offchip_j": offchip, "group": kernel_groups(work, costs),
+            "headroom_w": np.full(n, tdp_w - static_power_w(profile)),
+            "floor": np.full(n, np.nan if floor is None else floor)}
 
 
 def host_scale(system: str, stack: str) -> float:
@@ -151,17 +179,42 @@ def build_parts(rows: list[Row]) -> tuple[Parts, np.ndarray]:
             cases[r.case] = len(cases)
             first.append(r)
         row_case[i] = cases[r.case]
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("tensor", "cuda", "memory", "kernels",
-                                                         "launch", "weight", "case")}
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in (
+        "tensor", "cuda", "memory", "kernels", "launch", "weight", "case", "die_j",
+        "offchip_j", "group", "headroom_w", "floor", "capped")}
+    offset = 0
     for c, r in enumerate(first):
         part = _case_costs(r)
+        part["group"] = part["group"] + offset
+        n = len(part["tensor"])
+        offset += n
         for k, v in part.items():
             cols[k].append(v)
-        cols["case"].append(np.full(len(part["tensor"]), c))
+        cols["case"].append(np.full(n, c))
+        cols["capped"].append(np.zeros(n, dtype=bool))
     flat = {k: np.concatenate(v) for k, v in cols.items()}
-    return Parts(n_cases=len(first), case_stack=[r.stack for r in first],
-                 case_host_scale=np.array([host_scale(r.system, r.stack) for r in first]),
-                 **flat), row_case
+    parts = Parts(n_cases=len(first), case_stack=[r.stack for r in first],
+                  case_host_scale=np.array([host_scale(r.system, r.stack) for r in first]),
+                  **flat)
+    # the cases over the limit at their fastest (every factor 1, no host time) can throttle
+    fast_f = _clock(parts, parts.tensor + parts.cuda, parts.memory, np.zeros(offset),
+                    np.isfinite(parts.floor))
+    over = np.bincount(parts.case, weights=fast_f < 1, minlength=parts.n_cases) > 0
+    parts.capped = over[parts.case] & np.isfinite(parts.floor)
+    return parts, row_case
+
+
+def _clock(parts: Parts, compute_s: np.ndarray, memory_s: np.ndarray, overhead_s: np.ndarray,
+           rows: np.ndarray) -> np.ndarray:
+    """Clock fraction of every kernel row (1 outside `rows`): `finish`'s DVFS on `rows`."""
+    f = np.ones(len(compute_s))
+    if not rows.any():
+        return f
+    idx = np.flatnonzero(rows)
+    local = np.searchsorted(idx, parts.group[idx])  # each row's kernel among `rows`
+    f[idx] = throttle(local, compute_s[idx], memory_s[idx], overhead_s[idx], parts.die_j[idx],
+                      parts.offchip_j[idx], parts.headroom_w[idx], float(parts.floor[idx][0]))[0]
+    return f  # (NB: one voltage floor for every GPU, `dvfs.toml`)
 
 
 def initial_params(extra_stacks: list[str] | tuple[str, ...] = ()) -> dict[str, float]:
@@ -202,8 +255,21 @@ def free_params(rows: list[Row]) -> list[str]:
     return names
 
 
-def case_times_s(parts: Parts, p: dict[str, float]) -> np.ndarray:
-    """Step time of every case under parameters `p` (gpu.py's recombination)."""
+def case_times_s(parts: Parts, p: dict[str, float], clock: np.ndarray | None = None
+                 ) -> np.ndarray:
+    """Step time of every case under parameters `p` (gpu.py's recombination and `finish`'s
+    DVFS; `clock`: every kernel row's clock fraction held, None: the throttle's at `p`)."""
+    per_row, step_s = _row_times(parts, p, clock)
+    return np.bincount(parts.case, weights=per_row, minlength=parts.n_cases) + step_s
+
+
+def row_clock(parts: Parts, p: dict[str, float]) -> np.ndarray:
+    """The clock fraction of every kernel row under parameters `p`."""
+    return _row_times(parts, p, None, clock_only=True)
+
+
+def _row_times(parts: Parts, p: dict[str, float], clock: np.ndarray | None,
+               clock_only: bool = False) -> Any:
     stacks = parts.case_stack
     per_case = {k: np.array([p[f"{s}.{k}"] for s in stacks])
                 for k in ("kernel_us", "step_us", "request_us", "tensor_core", "cuda_core",
@@ -212,17 +278,22 @@ def case_times_s(parts: Parts, p: dict[str, float]) -> np.ndarray:
     cc = np.minimum(p["cuda_core_efficiency"] * per_case["cuda_core"], 1.0)[parts.case]
     bw = np.minimum(p["dram_bandwidth_efficiency"] * per_case["dram_bandwidth"], 1.0)[parts.case]
     scale = parts.case_host_scale
-    busy = np.maximum(parts.tensor / tc + parts.cuda / cc, parts.memory / bw)
+    compute, memory = parts.tensor / tc + parts.cuda / cc, parts.memory / bw
+    busy = np.maximum(compute, memory)
     host = parts.kernels * (per_case["kernel_us"] * 1e-6 * scale)[parts.case]
-    per_row = parts.weight * (busy + parts.launch + np.maximum(host - busy, 0.0))
-    step_s = (per_case["step_us"] + per_case["request_us"]) * 1e-6 * scale
-    return np.bincount(parts.case, weights=per_row, minlength=parts.n_cases) + step_s
+    overhead = parts.launch + np.maximum(host - busy, 0.0)
+    if clock is None:
+        clock = _clock(parts, compute, memory, overhead, parts.capped)
+    if clock_only:
+        return clock
+    per_row = parts.weight * (np.maximum(compute / clock, memory) + overhead)
+    return per_row, (per_case["step_us"] + per_case["request_us"]) * 1e-6 * scale
 
 
 def predictions(rows: list[Row], parts: Parts, row_case: np.ndarray,
-                p: dict[str, float]) -> np.ndarray:
+                p: dict[str, float], clock: np.ndarray | None = None) -> np.ndarray:
     """Predicted value of every row, in its CSV unit (samples/s or ms)."""
-    t = case_times_s(parts, p)[row_case]
+    t = case_times_s(parts, p, clock)[row_case]
     batch = np.array([r.batch for r in rows], dtype=float)
     latency = np.array([r.metric == "latency" for r in rows])
     return np.where(latency, t * 1e3, batch / t)
@@ -250,10 +321,12 @@ def fit(rows: list[Row], parts: Parts, row_case: np.ndarray,
                     [p[n] for n in names if n.endswith(f".{kind}")]))
 
     def loss(q: dict[str, float]) -> float:
-        return float(np.sum(np.abs(np.log(predictions(rows, parts, row_case, q) / measured))))
+        pred = predictions(rows, parts, row_case, q, clock)
+        return float(np.sum(np.abs(np.log(pred / measured))))
 
-    best = loss(p)
     for step in (0.5, 0.2, 0.08, 0.03, 0.01):
+        clock = row_clock(parts, p)  # held through the step (the module docstring)
+        best = loss(p)
         for _ in range(30):
             improved = False
             for name in names:

