@@ -42,6 +42,8 @@ def work_table(graph: Graph, batch: int, precision: str, mode: str = "infer",
         # every parameter of the op (an embedding's whole table, which `weight_bytes`, the
         # bytes a pass reads, leaves out: a lookup reads only its rows)
         "param_elems": c["params"].to_numpy(dtype=float),
+        # the op_index of the ops whose outputs it reads (graph inputs left out)
+        "input_ops": _input_ops(graph, c["op_index"].to_numpy()),
     })
     if mode == "infer":
         return fwd
@@ -63,9 +65,15 @@ def work_table(graph: Graph, batch: int, precision: str, mode: str = "infer",
         "matmul": [False], "flops": [params * OPTIMIZER_FLOPS_PER_PARAM[optimizer]],
         "read_bytes": [params * (MASTER_WEIGHT_BYTES * (1 + state) + width)],
         "write_bytes": [params * (MASTER_WEIGHT_BYTES * (1 + state) + width)],
-        "weight_bytes": [0.0], "op_index": [-1], "param_elems": [0.0],
+        "weight_bytes": [0.0], "op_index": [-1], "param_elems": [0.0], "input_ops": [()],
     })
     return pd.concat([fwd, bwd, opt], ignore_index=True)
+
+
+def _input_ops(graph: Graph, op_index: np.ndarray) -> list[tuple[int, ...]]:
+    """Per counted op, the op_index of each op whose output it reads."""
+    index = {op.name: i for i, op in enumerate(graph.ops)}
+    return [tuple(index[t] for t in graph.ops[i].inputs if t in index) for i in op_index]
 
 
 def gemms_for(graph: Graph, batch: int) -> pd.DataFrame:

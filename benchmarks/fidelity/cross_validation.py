@@ -176,6 +176,12 @@ def run() -> dict[str, object]:
         err, pairs = ratio_errors(rows, pred)
         result[name] = stats(err, pairs) if len(err) else {"rows": 0}
     result["faster_right_leave_one_sku_out"] = faster_right(rows, sku_pred)
+    # the rows whose stack also ran on another GPU: a new GPU apart from a new stack
+    shared = np.array([len({q.device for q in rows if q.stack == r.stack}) > 1 for r in rows])
+    for name, pred in (("leave_one_sku_out", sku_pred), ("leave_one_generation_out", gen_pred)):
+        err = (pred / measured - 1.0)[shared]
+        result[f"{name}_shared_stacks"] = stats(err, [i for i, k in zip(ids, shared,
+                                                                         strict=True) if k])
     result["sku_folds"] = sku_fits
     result["stack_folds"] = stack_fits
     result["generation_folds"] = gen_fits
@@ -251,6 +257,10 @@ def report(res: dict, before: dict | None = None) -> str:
         _line("in-sample (calibration set)", res["in_sample"]["all"]),
         _line("leave-one-SKU-out", res["leave_one_sku_out"]["all"]),
         _line("leave-one-generation-out", res["leave_one_generation_out"]["all"]),
+        _line("leave-one-SKU-out, stacks that ran on another GPU too",
+              res["leave_one_sku_out_shared_stacks"]),
+        _line("leave-one-generation-out, stacks that ran on another GPU too",
+              res["leave_one_generation_out_shared_stacks"]),
         _line("leave-one-stack-out", res["leave_one_stack_out"]["all"]),
         _line("device ratio, in-sample", res["device_ratio_in_sample"]),
         _line("device ratio, leave-one-SKU-out", res["device_ratio_leave_one_sku_out"]), "",

@@ -47,6 +47,12 @@ from accelsim.calibrate.stack_fit import (  # noqa: E402, F401  (cross_validatio
 from accelsim.validation.run import _us, set_toml_value  # noqa: E402
 
 GPU_TOML = ROOT / "hw_profiles" / "efficiency" / "gpu.toml"
+# A stack with no rows of its own that runs the kernels of a fitted one, whose tensor-core
+# modifier is carried over: none. NB: TensorRT's engines are the same whether Paddle Inference
+# or an application drives them, but carrying paddle-tensorrt's 1.53 to tensorrt throttles
+# the V100, the energy model's reference device, under TensorRT at batch 128 (tests/unit/
+# test_dvfs.py), against the reference's assumption; tensorrt keeps modifiers of 1.
+CARRIED: dict[str, str] = {}
 STACK_DIR = ROOT / "hw_profiles" / "software"
 
 
@@ -66,6 +72,9 @@ def write_tomls(p: dict[str, float], fitted: list[str]) -> None:
     GPU_TOML.write_text(text, encoding="utf-8")
     keys = {"kernel_us": "gpu", "step_us": "per_step_us", "request_us": "per_request_us",
             "tensor_core": "tensor_core", "cuda_core": "cuda_core"}
+    for stack, source in CARRIED.items():  # the same engines, driven by another front end
+        fitted = [*fitted, f"{stack}.tensor_core"]
+        p = {**p, f"{stack}.tensor_core": p[f"{source}.tensor_core"]}
     touched = {n.split(".")[0] for n in fitted if "." in n}
     for stack in sorted(touched):
         path = STACK_DIR / f"{stack}.toml"

@@ -13,7 +13,8 @@ Per row of the work table:
   compute_s = FLOPs x quantization / (peak x efficiency), the quantization from each GEMM's
   shape (`gpu.gemm`: CTA tiles in waves over the SMs at the tile's occupancy, split-K, the
   pipeline fill of short K, and for fp32 the Winograd algorithm where the autotuner would
-  pick it); DRAM bytes = compulsory bytes + L2 re-reads (`tiling`) + Winograd's transforms.
+  pick it); DRAM bytes = compulsory bytes + L2 re-reads (`tiling`) + Winograd's transforms,
+  less the inputs still resident in L2 from the kernel that wrote them (`residency`).
 - other rows stream their bytes at the achievable DRAM bandwidth; their FLOPs run on the CUDA
   cores at the precision's vector peak (fp32's where the profile lists none: NB PyTorch
   computes half-precision elementwise math in fp32 registers).
@@ -39,6 +40,7 @@ import pandas as pd
 from accelsim.devices.energy import offchip_energy_j
 from accelsim.devices.gpu.gemm import gemm_factors
 from accelsim.devices.mapping import kernel_counts, listed_vector_peak, row_energy_j
+from accelsim.devices.residency import resident_read_bytes
 from accelsim.devices.stack_costs import (
     amp_weight_casts,
     capped_factor,
@@ -150,6 +152,9 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     # NB: a transpose reads and writes the conv's input activation once through DRAM.
     dram = dram + factors["transform_bytes"].to_numpy() + casts * work["weight_bytes"].to_numpy(
         dtype=float) * (MASTER_WEIGHT_BYTES / width + 1.0) + transposes * 2.0 * activation_bytes
+    # inputs a recent kernel wrote are read from L2 while they still fit there (`residency`)
+    resident = resident_read_bytes(work, dram, fused, float(profile.onchip_memory.l2_cache_bytes))
+    dram = dram - resident
     memory_s = dram / achievable_bw
 
     # NB: non-fused Winograd adds its filter, input and output transform kernels around the
@@ -173,4 +178,5 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
                        kernels)
     costs["offchip_energy_j"] = offchip_energy_j(profile, dram)  # DVFS leaves it unscaled
     costs["executed_flops"] = executed  # what the invariants hold to the peak
+    costs["resident_bytes"] = resident  # inputs read from L2 (the invariants count them)
     return costs

@@ -1,0 +1,53 @@
+"""On-chip residency of activations: a kernel's input that an earlier kernel of the same pass
+wrote, recently enough that it is still in the device's last-level cache (a GPU's L2), is read
+from there instead of DRAM.
+
+    hits_bytes = resident_read_bytes(work, dram_bytes, fused, cache_bytes=40e6)
+
+The cache is taken as least-recently-used over the bytes that flow through it: a tensor written
+by kernel p is still resident when kernel r reads it if the tensor and everything kernels
+p+1 .. r-1 moved through DRAM (their reads, writes and weights) fit in `cache_bytes`
+(NB: an LRU stack-distance bound; real replacement, the L2's partitioning on A100 and H100
+and prefetching are not modelled, and the whole L2 is taken as usable). Only forward-pass
+reads of kernels' own inputs are served (NB: a fused row's extra input, a backward pass's
+saved activations and weights stay in DRAM), and writes still go to DRAM (NB: a write-back
+cache writes a dead activation's lines back when it evicts them, unless the allocator reuses
+the buffer first, which is not modelled). A work table without producers (`input_ops`, the
+decoder path of `accelsim.llm`) gets no hits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def resident_read_bytes(work: pd.DataFrame, dram_bytes: np.ndarray, fused: np.ndarray,
+                        cache_bytes: float) -> np.ndarray:
+    """Bytes of each row's DRAM reads the cache serves instead (0 where none), per row."""
+    hits = np.zeros(len(work))
+    if "input_ops" not in work or not cache_bytes > 0:
+        return hits
+    forward = (work["phase"] == "forward").to_numpy()
+    rows = np.flatnonzero(forward)
+    if len(rows) == 0:
+        return hits
+    row_of_op = dict(zip(work["op_index"].to_numpy()[rows].tolist(), rows.tolist(),
+                         strict=True))
+    write = work["write_bytes"].to_numpy(dtype=float)
+    activation_read = (work["read_bytes"] - work["weight_bytes"]).to_numpy(dtype=float)
+    # DRAM traffic up to and including each row, in pass order
+    through = np.cumsum(np.where(forward, dram_bytes, 0.0))
+    for r in rows:
+        if fused[r]:
+            continue
+        served = 0.0
+        for op in work["input_ops"].iat[r]:
+            p = row_of_op.get(op)
+            if p is None or p >= r:
+                continue
+            between = through[r - 1] - through[p]  # what rows p+1 .. r-1 moved
+            if write[p] + between <= cache_bytes:
+                served += write[p]
+        hits[r] = min(served, activation_read[r], dram_bytes[r])
+    return hits
