@@ -182,6 +182,10 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
                      "is defined inline or not given)")
     if record.notes is not None:
         notes.extend(record.notes(profile, work, gemms, stack, hardware_key(precision)))
+    peaks = getattr(getattr(profile, "compute", None), "matrix_peak_flops_per_s", None) or {}
+    if tf32 is not None and "tf32" not in peaks:  # (the knob is refused at other precisions)
+        notes.append(f"--tf32 {'on' if tf32 else 'off'} changes nothing here: {profile.name} "
+                     "has no TF32 matrix units, its fp32 GEMMs run in fp32")
     if unsupported:
         notes.append(f"{len(unsupported)} op kinds have no cost formula and are not costed: "
                      f"{', '.join(unsupported)}")

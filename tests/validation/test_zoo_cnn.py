@@ -178,9 +178,11 @@ def test_new_models_simulate(capsys: pytest.CaptureFixture[str], name: str) -> N
 @pytest.mark.parametrize("name", ["mobilenet_v2", "vgg16", "inception_v1", "unet3d",
                                   *NEW_MODELS])
 def test_builds_fast(name: str) -> None:
+    """A guard against a pathological (quadratic) build, not a speed figure: 2 s is ten times
+    the slowest build on a loaded 2-core machine (benchmarks/speed/ measures speed)."""
     start = time.perf_counter()
     MODELS[name]()  # uncached
-    assert time.perf_counter() - start < 0.25
+    assert time.perf_counter() - start < 2.0
 
 
 def test_knob_defaults() -> None:
