@@ -10,7 +10,10 @@ Parameters: the class's tensor-core, CUDA-core and DRAM efficiencies; per fitted
 time per kernel and per step (free only with >= MIN_HOST_ROWS rows at batch <= 8, where host
 time shows), and (all but the reference stack pytorch-eager, whose modifiers are 1 by
 definition) its tensor-core modifier, and its CUDA-core modifier where it has FP32 rows;
-triton's per-request time. A stack is keyed by its built-in name or its TOML path.
+triton's per-request time and request payload rate (`payload_ns_per_byte`: the rows'
+input bytes per batch cost that much host time each, serial with the GPU; NB: the rows are
+client-measured with client and server on one machine). A stack is keyed by its built-in
+name or its TOML path.
 Method (numpy only, deterministic): each case's cost columns are computed once by gpu.py under
 its stack with every factor at 1 and no host time; a step time for any parameter set is then
 recombined exactly as gpu.py and estimate.py do (compute / efficiency x modifier capped at 1,
@@ -44,13 +47,14 @@ from accelsim.devices.gpu.model import gpu_costs
 from accelsim.profiles.devices import load_profile
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import SoftwareStack, builtin_stacks, load_stack
+from accelsim.workload.memory import io_bytes_per_sample
 from accelsim.workload.work import gemms_for, work_table
 from accelsim.workload.zoo import build_model
 
 REFERENCE_STACK = "pytorch-eager"
 CLASS_PARAMS = ("tensor_core_efficiency", "cuda_core_efficiency", "dram_bandwidth_efficiency")
 BOUNDS = {"eff": (0.2, 1.0), "mod": (0.3, 2.0), "kernel_us": (0.5, 300.0),
-          "step_us": (0.0, 20000.0)}
+          "step_us": (0.0, 20000.0), "payload_ns_per_byte": (0.0, 50.0)}
 HOST_BOUND_BATCH = 8  # rows at or below it identify host time
 MIN_HOST_ROWS = 4
 BATCH_BANDS = ((1, 8, "1-8"), (9, 64, "16-64"), (65, 10**9, "128+"))
@@ -110,6 +114,7 @@ class Parts:
     case_stack: list[str]
     case_host_scale: np.ndarray  # reference clock / the system's host clock, per case
     n_cases: int
+    case_payload_bytes: np.ndarray  # per case: a batch's input bytes (a server's request)
     die_j: np.ndarray  # per kernel row: dynamic energy that scales with the core voltage, J
     offchip_j: np.ndarray  # per kernel row: DRAM energy (does not), J
     group: np.ndarray  # per kernel row: the (global) position of the kernel it ran in
@@ -195,13 +200,19 @@ def build_parts(rows: list[Row]) -> tuple[Parts, np.ndarray]:
     flat = {k: np.concatenate(v) for k, v in cols.items()}
     parts = Parts(n_cases=len(first), case_stack=[r.stack for r in first],
                   case_host_scale=np.array([host_scale(r.system, r.stack) for r in first]),
-                  **flat)
+                  case_payload_bytes=np.array([_payload_bytes(r) for r in first]), **flat)
     # the cases over the limit at their fastest (every factor 1, no host time) can throttle
     fast_f = _clock(parts, parts.tensor + parts.cuda, parts.memory, np.zeros(offset),
                     np.isfinite(parts.floor))
     over = np.bincount(parts.case, weights=fast_f < 1, minlength=parts.n_cases) > 0
     parts.capped = over[parts.case] & np.isfinite(parts.floor)
     return parts, row_case
+
+
+def _payload_bytes(row: Row) -> float:
+    """The input bytes of one batch of `row` (what a server's request carries)."""
+    graph = build_model(row.model, **({} if row.seq_len is None else {"seq_len": row.seq_len}))
+    return row.batch * io_bytes_per_sample(graph, row.precision)[0]
 
 
 def _clock(parts: Parts, compute_s: np.ndarray, memory_s: np.ndarray, overhead_s: np.ndarray,
@@ -230,6 +241,8 @@ def initial_params(extra_stacks: list[str] | tuple[str, ...] = ()) -> dict[str, 
         p[f"{name}.tensor_core"] = s.efficiency["tensor_core"]
         p[f"{name}.cuda_core"] = s.efficiency["cuda_core"]
         p[f"{name}.dram_bandwidth"] = s.efficiency["dram_bandwidth"]
+        p[f"{name}.payload_ns_per_byte"] = (1e9 / s.payload_bytes_per_s
+                                            if s.payload_bytes_per_s else 0.0)
     return p
 
 
@@ -247,7 +260,8 @@ def free_params(rows: list[Row]) -> list[str]:
         fp32 = any(r.stack == stack and r.precision == "fp32" for r in rows)
         host = host_bound_rows(rows, stack) >= MIN_HOST_ROWS
         if stack == "triton":
-            names += ["triton.request_us"] * host + ["triton.tensor_core"]
+            names += ["triton.request_us"] * host + ["triton.tensor_core",
+                                                     "triton.payload_ns_per_byte"]
             continue
         names += [f"{stack}.kernel_us", f"{stack}.step_us"] if host else []
         if stack != REFERENCE_STACK:
@@ -273,7 +287,7 @@ def _row_times(parts: Parts, p: dict[str, float], clock: np.ndarray | None,
     stacks = parts.case_stack
     per_case = {k: np.array([p[f"{s}.{k}"] for s in stacks])
                 for k in ("kernel_us", "step_us", "request_us", "tensor_core", "cuda_core",
-                          "dram_bandwidth")}
+                          "dram_bandwidth", "payload_ns_per_byte")}
     tc = np.minimum(p["tensor_core_efficiency"] * per_case["tensor_core"], 1.0)[parts.case]
     cc = np.minimum(p["cuda_core_efficiency"] * per_case["cuda_core"], 1.0)[parts.case]
     bw = np.minimum(p["dram_bandwidth_efficiency"] * per_case["dram_bandwidth"], 1.0)[parts.case]
@@ -287,7 +301,8 @@ def _row_times(parts: Parts, p: dict[str, float], clock: np.ndarray | None,
     if clock_only:
         return clock
     per_row = parts.weight * (np.maximum(compute / clock, memory) + overhead)
-    return per_row, (per_case["step_us"] + per_case["request_us"]) * 1e-6 * scale
+    payload_s = parts.case_payload_bytes * per_case["payload_ns_per_byte"] * 1e-9
+    return per_row, ((per_case["step_us"] + per_case["request_us"]) * 1e-6 + payload_s) * scale
 
 
 def predictions(rows: list[Row], parts: Parts, row_case: np.ndarray,
@@ -303,8 +318,9 @@ def _bounds(name: str) -> tuple[float, float]:
     if name in CLASS_PARAMS:
         return BOUNDS["eff"]
     kind = name.rsplit(".", 1)[1]
-    return BOUNDS["step_us"] if kind in ("step_us", "request_us") else BOUNDS[
-        "kernel_us" if kind == "kernel_us" else "mod"]
+    if kind in ("step_us", "request_us"):
+        return BOUNDS["step_us"]
+    return BOUNDS[kind if kind in ("kernel_us", "payload_ns_per_byte") else "mod"]
 
 
 def fit(rows: list[Row], parts: Parts, row_case: np.ndarray,

@@ -30,7 +30,7 @@ from accelsim.profiles.software import DEFAULT, SoftwareStack
 from accelsim.profiles.stack_choice import resolve_software
 from accelsim.results.headline import Figures, PowerSplit, reserve
 from accelsim.workload.graph import Graph
-from accelsim.workload.memory import largest_batch, memory_need
+from accelsim.workload.memory import io_bytes_per_sample, largest_batch, memory_need
 from accelsim.workload.tables import totals, unsupported_ops
 from accelsim.workload.work import gemms_for, work_table
 
@@ -163,7 +163,7 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
         costs = with_measured_sparsity(profile, work, costs, hardware_key(
             compute_precision(profile, precision)[0]), measured)
     if record.step_overhead:
-        costs = with_step_overhead(costs, stack)
+        costs = with_step_overhead(costs, stack, batch * io_bytes_per_sample(graph, precision)[0])
     tdp_w, static_w = record.power_limits(profile)
     layers = finish(work, costs, tdp_w, static_w, voltage_floor(profile))
     check_estimate(layers, profile, hardware_key(precision), tdp_w, static_w, inputs, host)
@@ -199,11 +199,14 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
         clock_hz=getattr(getattr(profile, "compute", None), "clock_hz", None))
 
 
-def with_step_overhead(costs: pd.DataFrame, stack: SoftwareStack) -> pd.DataFrame:
+def with_step_overhead(costs: pd.DataFrame, stack: SoftwareStack,
+                       payload_bytes: float = 0.0) -> pd.DataFrame:
     """`costs` with the stack's host time per step (and per request: NB one request per
-    batch) added to the overhead, serial with the device's work. NB: spread evenly over the
-    rows, so that no one layer carries the whole step's host time in the layer table."""
-    step_s = stack.host_per_step_s + stack.host_per_request_s
+    batch, whose inputs are `payload_bytes`) added to the overhead, serial with the device's
+    work. NB: spread evenly over the rows, so that no one layer carries the whole step's host
+    time in the layer table."""
+    step_s = (stack.host_per_step_s + stack.host_per_request_s
+              + stack.host_payload_s(payload_bytes))
     if step_s <= 0 or costs.empty:
         return costs
     out = costs.copy()

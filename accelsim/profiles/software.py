@@ -18,6 +18,9 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
     aliases                [str] optional: older names that select it ("eager", "compiled")
     [host] per_step_us     >= 0  host time per step / batch, serial with the device
            per_request_us  >= 0  optional: a server's time per request (triton)
+           payload_gb_s    > 0   optional: a server's request payload rate: the inputs of each
+                           request (the model's input tensors) are serialised, sent and
+                           received at this rate, on the host, serial with the device
            reference_single_thread_ghz  > 0  the host single-thread clock (Ice Lake-equivalent,
                            `single_thread_equiv_clock` of CPU profiles) the host times hold at
            framework_cores_per_device  int >= 0  optional: host cores its own process keeps
@@ -79,7 +82,7 @@ from typing import Any
 
 from accelsim.datafiles import builtin_files
 from accelsim.errors import ConfigError
-from accelsim.physical import DURATION, FREQUENCY, MAX_BATCH, MAX_INPUT, MAX_THREADS
+from accelsim.physical import BANDWIDTH, DURATION, FREQUENCY, MAX_BATCH, MAX_INPUT, MAX_THREADS
 from accelsim.profiles.device_schema import load_builtin_classes
 from accelsim.profiles.pass_tables import split_pass_tables
 from accelsim.schema import Field, count, flag, non_negative, parse_profile, positive, text, texts
@@ -143,6 +146,8 @@ def stack_fields() -> tuple[Field, ...]:
         Field("host", dict, sub=(
             non_negative("per_step_us", US, "per_step_s", span=DURATION),
             non_negative("per_request_us", US, "per_request_s", required=False, span=DURATION),
+            positive("payload_gb_s", 1e9, "payload_bytes_per_s", required=False,
+                     span=BANDWIDTH),
             positive("reference_single_thread_ghz", 1e9, "reference_single_thread_hz",
                      span=FREQUENCY),
             Field("framework_cores_per_device", int, required=False, low=0.0, high=MAX_THREADS,
@@ -199,6 +204,7 @@ class SoftwareStack:
     cpu_micro_tile: tuple[int, int] | None = None
     fp32_on_tf32: tuple[str, ...] = ()
     tf32_asked: bool | None = None  # `with_tf32`: the run's choice (None: the stack's default)
+    payload_bytes_per_s: float | None = None  # a server's request payload rate (None: none)
     efficiency_classes: tuple[str, ...] | None = None  # None: every class of the stack
     source: str = field(default="", compare=False, repr=False)  # the file it was loaded from
     framework_cores_per_device: int | None = None  # None: the stack gives none
@@ -252,6 +258,13 @@ class SoftwareStack:
         """A server's host time per request on this host, s (0: not a server)."""
         return self.per_request_s * self.host_scale
 
+    def host_payload_s(self, n_bytes: float) -> float:
+        """A server's host time to take in `n_bytes` of request inputs on this host, s (0: not
+        a server). NB: serialisation is host work, so it scales with the host like the rest."""
+        if not self.payload_bytes_per_s:
+            return 0.0
+        return n_bytes / self.payload_bytes_per_s * self.host_scale
+
     def with_tf32(self, on: bool | None) -> SoftwareStack:
         """The stack with fp32 GEMMs run as TF32 on tensor cores (`on`: every matmul-like op
         group) or kept in fp32 (off: CUDA cores), as a run asks (the `tf32` knob; PyTorch's
@@ -285,6 +298,7 @@ def _from_values(name: str, v: dict[str, Any], sources: dict[str, str]) -> Softw
         name=name, description=v["description"], classes=v["classes"],
         default_for=v["default_for"] or (), aliases=v["aliases"] or (),
         per_step_s=host["per_step_s"], per_request_s=host["per_request_s"] or 0.0,
+        payload_bytes_per_s=host.get("payload_bytes_per_s"),
         reference_single_thread_hz=host["reference_single_thread_hz"],
         per_kernel_s=per_kernel, fuses=graph["fuses"] or (),
         weight_casts=graph["weight_casts"],

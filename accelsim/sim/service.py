@@ -17,13 +17,12 @@ import pandas as pd
 
 from accelsim.devices.estimate import estimate, power_limits_w
 from accelsim.errors import AccelsimError
-from accelsim.formats import get_format
 from accelsim.interconnect.links import transfer_energy_j, transfer_time_s
 from accelsim.profiles.links import Link, available_links, load_link
 from accelsim.profiles.stack_choice import resolve_software
 from accelsim.workload.graph import Graph
+from accelsim.workload.memory import io_bytes_per_sample
 
-INDEX_BYTES = 4  # NB: token ids cross the link as int32.
 EXACT_UP_TO = 64  # batch sizes costed one by one; above, a geometric grid (see `_grid`)
 GRID_RATIO = 1.125
 TABLE_COLUMNS = ("h2d_s", "compute_s", "d2h_s", "service_s", "energy_j", "io_bytes",
@@ -43,16 +42,6 @@ def device_host_link(profile: Any) -> Link | None:
     # NB: a link without a profile of its own: the device's bandwidth, no latency.
     return Link(name=spec.kind, kind=spec.kind.split("-")[0], description="device host_link",
                 bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, latency_s=0.0)
-
-
-def io_bytes_per_sample(graph: Graph, precision: str) -> tuple[float, float]:
-    """(input bytes, output bytes) of one sample crossing the host link."""
-    width = get_format(precision).bytes_per_element
-    # NB: float inputs and outputs cross at the compute precision (no host-side casts).
-    in_bytes = sum(math.prod(shape) * (width if dtype == "float" else INDEX_BYTES)
-                   for shape, dtype in graph.inputs.values())
-    out_bytes = sum(math.prod(graph.shapes[t]) * width for t in graph.outputs)
-    return float(in_bytes), float(out_bytes)
 
 
 def _grid(max_batch: int) -> np.ndarray:

@@ -101,3 +101,17 @@ def largest_batch(graph: Graph, capacity_bytes: float | None, precision: str,
             <= capacity_bytes:
         batch += 1
     return batch
+
+
+INDEX_BYTES = 4  # NB: token ids cross a link as int32.
+
+
+def io_bytes_per_sample(graph: Graph, precision: str) -> tuple[float, float]:
+    """(input bytes, output bytes) of one sample entering and leaving the model (a host link,
+    a server's request). NB: float inputs and outputs at the compute precision (no host-side
+    casts)."""
+    width = get_format(precision).bytes_per_element
+    in_bytes = sum(math.prod(shape) * (width if dtype == "float" else INDEX_BYTES)
+                   for shape, dtype in graph.inputs.values())
+    out_bytes = sum(math.prod(graph.shapes[t]) * width for t in graph.outputs)
+    return float(in_bytes), float(out_bytes)

@@ -66,6 +66,7 @@ def prior_for(stack: str, p: dict[str, float], fitted_stacks: list[str]) -> dict
         q["triton.kernel_us"] = p["triton.kernel_us"]
     for kind in ("tensor_core", "cuda_core", "dram_bandwidth"):
         q[f"{stack}.{kind}"] = 1.0
+    q[f"{stack}.payload_ns_per_byte"] = 0.0  # a server's own payload rate: unknown
     return q
 
 

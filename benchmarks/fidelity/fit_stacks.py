@@ -71,7 +71,8 @@ def write_tomls(p: dict[str, float], fitted: list[str]) -> None:
         text = _sub(text, name, p[name])
     GPU_TOML.write_text(text, encoding="utf-8")
     keys = {"kernel_us": "gpu", "step_us": "per_step_us", "request_us": "per_request_us",
-            "tensor_core": "tensor_core", "cuda_core": "cuda_core"}
+            "tensor_core": "tensor_core", "cuda_core": "cuda_core",
+            "payload_ns_per_byte": "payload_gb_s"}
     for stack, source in CARRIED.items():  # the same engines, driven by another front end
         fitted = [*fitted, f"{stack}.tensor_core"]
         p = {**p, f"{stack}.tensor_core": p[f"{source}.tensor_core"]}
@@ -81,8 +82,9 @@ def write_tomls(p: dict[str, float], fitted: list[str]) -> None:
         text = path.read_text(encoding="utf-8")
         for kind, key in keys.items():
             name = f"{stack}.{kind}"
-            if name in fitted:
-                text = _sub(text, key, p[name])
+            if name in fitted:  # (the payload rate is fitted as its inverse, ns per byte)
+                value = 1.0 / max(p[name], 1e-6) if kind == "payload_ns_per_byte" else p[name]
+                text = _sub(text, key, value)
         path.write_text(text, encoding="utf-8")
 
 

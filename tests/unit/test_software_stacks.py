@@ -128,13 +128,15 @@ def test_a_device_alone_runs_in_the_default_host() -> None:
 
 def test_triton_adds_its_per_request_time_to_the_same_kernels() -> None:
     """triton and onnxruntime-tensorrt run the same kernels; triton adds a request's time once
-    per batch (NB: one request per batch) and its own tensor-core modifier."""
+    per batch (NB: one request per batch), its inputs' bytes at its payload rate (4 fp16
+    224 x 224 x 3 images) and its own tensor-core modifier."""
     graph, v100 = build_model("resnet18"), load_profile("v100")
     ort = builtin_stacks()["onnxruntime-tensorrt"]
     triton = dataclasses.replace(builtin_stacks()["triton"], efficiency=ort.efficiency)
     a = estimate(graph, v100, 4, "fp16", "infer", ort)
     b = estimate(graph, v100, 4, "fp16", "infer", triton)
-    extra_s = triton.per_step_s + triton.per_request_s - ort.per_step_s
+    payload_s = 4 * 3 * 224 * 224 * 2 / triton.payload_bytes_per_s
+    extra_s = triton.per_step_s + triton.per_request_s + payload_s - ort.per_step_s
     assert b.step_time_s - a.step_time_s == pytest.approx(extra_s, rel=1e-6)
 
 

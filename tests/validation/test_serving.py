@@ -15,7 +15,8 @@ from accelsim.results.records import Recorder
 from accelsim.results.trace import chrome_trace, write_chrome_trace
 from accelsim.sim.batching import batch_to_take, next_wake_s
 from accelsim.sim.serve import ServeConfig, simulate_serving
-from accelsim.sim.service import io_bytes_per_sample, service_table
+from accelsim.sim.service import service_table
+from accelsim.workload.memory import io_bytes_per_sample
 from accelsim.workload.zoo import build_model
 
 MODEL = "mlp"
