@@ -18,6 +18,8 @@ decoder path of `accelsim.llm`) gets no hits.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 
@@ -25,29 +27,23 @@ import pandas as pd
 def resident_read_bytes(work: pd.DataFrame, dram_bytes: np.ndarray, fused: np.ndarray,
                         cache_bytes: float) -> np.ndarray:
     """Bytes of each row's DRAM reads the cache serves instead (0 where none), per row."""
-    hits = np.zeros(len(work))
-    if "input_ops" not in work or not cache_bytes > 0:
-        return hits
+    n = len(work)
+    if "input_ops" not in work or not cache_bytes > 0 or n == 0:
+        return np.zeros(n)
     forward = (work["phase"] == "forward").to_numpy()
-    rows = np.flatnonzero(forward)
-    if len(rows) == 0:
-        return hits
-    row_of_op = dict(zip(work["op_index"].to_numpy()[rows].tolist(), rows.tolist(),
-                         strict=True))
+    op_index = work["op_index"].to_numpy(dtype=int)
+    row_of_op = np.full(max(int(op_index.max()), 0) + 1, -1)
+    row_of_op[op_index[forward]] = np.flatnonzero(forward)  # the op's forward row
+    inputs = work["input_ops"].tolist()
+    # one (reader row, producer row) pair per input of every row
+    reader = np.repeat(np.arange(n), np.fromiter(map(len, inputs), int, n))
+    producer = row_of_op[np.fromiter(itertools.chain.from_iterable(inputs), int, len(reader))]
+    ok = forward[reader] & ~fused[reader] & (producer >= 0) & (producer < reader)
+    reader, producer = reader[ok], producer[ok]
     write = work["write_bytes"].to_numpy(dtype=float)
+    through = np.cumsum(np.where(forward, dram_bytes, 0.0))  # DRAM traffic up to each row
+    between = through[reader - 1] - through[producer]  # what rows p+1 .. r-1 moved
+    hit = write[producer] + between <= cache_bytes
+    served = np.bincount(reader[hit], weights=write[producer[hit]], minlength=n)
     activation_read = (work["read_bytes"] - work["weight_bytes"]).to_numpy(dtype=float)
-    # DRAM traffic up to and including each row, in pass order
-    through = np.cumsum(np.where(forward, dram_bytes, 0.0))
-    for r in rows:
-        if fused[r]:
-            continue
-        served = 0.0
-        for op in work["input_ops"].iat[r]:
-            p = row_of_op.get(op)
-            if p is None or p >= r:
-                continue
-            between = through[r - 1] - through[p]  # what rows p+1 .. r-1 moved
-            if write[p] + between <= cache_bytes:
-                served += write[p]
-        hits[r] = min(served, activation_read[r], dram_bytes[r])
-    return hits
+    return np.minimum(np.minimum(served, activation_read), dram_bytes)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from accelsim.workload.graph import Graph, GraphBuilder
 from accelsim.workload.zoo import model
-from accelsim.workload.zoo.mobilenet import make_divisible, squeeze_excitation
+from accelsim.workload.zoo.mobilenet import make_divisible, mbconv, squeeze_excitation
 from accelsim.workload.zoo.resnet import conv_bn
 
 # Table 1 (torchvision's bneck_conf at width and depth 1.0): expansion, kernel, first stride,
@@ -25,18 +25,12 @@ _LAST = 1280
 
 def _mbconv(g: GraphBuilder, x: str, expand: int, k: int, stride: int, out: int) -> str:
     cin = g.shape(x)[0]
-    hidden = make_divisible(cin * expand)
-    with g.scope("block"):
-        y = x
-        if hidden != cin:
-            y = conv_bn(g, y, hidden, 1, name="expand", act="silu")
-        y = conv_bn(g, y, hidden, k, stride, groups=hidden, name="dw", act="silu")
-        y = squeeze_excitation(g, y, max(1, cin // 4), act="silu", gate="sigmoid")
-        y = conv_bn(g, y, out, 1, relu=False, name="project")
-    if stride == 1 and cin == out:
-        # NB: stochastic depth on the residual branch is an identity at inference.
-        y = g.add(x, y, name="add")
-    return y
+
+    def excite(g: GraphBuilder, y: str) -> str:  # to a quarter of the block's input channels
+        return squeeze_excitation(g, y, max(1, cin // 4), act="silu", gate="sigmoid")
+
+    return mbconv(g, x, make_divisible(cin * expand), out, k, stride, "silu", excite,
+                  scope="block")
 
 
 @model("efficientnet_b0")

@@ -16,6 +16,8 @@ classifier. Published: 5,483,032 params and 0.22 G multiply-adds at 224x224 (tor
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from accelsim.workload.graph import Graph, GraphBuilder
 from accelsim.workload.zoo import model
 from accelsim.workload.zoo.resnet import conv_bn
@@ -26,23 +28,36 @@ V2_SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 9
 V2_STEM, V2_LAST = 32, 1280
 
 
-def inverted_residual(g: GraphBuilder, x: str, out: int, stride: int, expand: int,
-                      eps: float = 1e-5, taps: list[str] | None = None) -> str:
-    """1x1 expand (skipped when t = 1) -> 3x3 depthwise -> 1x1 linear projection (+ skip).
-    With `taps`, the expansion's output is appended to it (SSD's layer_15/expansion_output)."""
+def mbconv(g: GraphBuilder, x: str, hidden: int, out: int, k: int = 3, stride: int = 1,
+           act: str = "relu6", se: Callable[[GraphBuilder, str], str] | None = None,
+           eps: float = 1e-5, scope: str = "conv", taps: list[str] | None = None) -> str:
+    """The inverted residual of MobileNetV2 / V3 and EfficientNet's MBConv: a 1x1 expansion to
+    `hidden` channels (skipped when that is the input's), a k x k depthwise conv, `se` (a
+    squeeze-excitation on the expanded tensor, or none), a 1x1 linear projection, and a skip
+    where shapes allow. With `taps`, the expansion's output is appended to it (SSD's
+    layer_15/expansion_output)."""
     cin = g.shape(x)[0]
-    hidden = cin * expand
-    with g.scope("conv"):
+    with g.scope(scope):
         y = x
-        if expand != 1:
-            y = conv_bn(g, y, hidden, 1, name="expand", act="relu6", eps=eps)
+        if hidden != cin:
+            y = conv_bn(g, y, hidden, 1, name="expand", act=act, eps=eps)
         if taps is not None:
             taps.append(y)
-        y = conv_bn(g, y, hidden, 3, stride, groups=hidden, name="dw", act="relu6", eps=eps)
+        y = conv_bn(g, y, hidden, k, stride, groups=hidden, name="dw", act=act, eps=eps)
+        if se is not None:
+            y = se(g, y)
         y = conv_bn(g, y, out, 1, relu=False, name="project", eps=eps)  # linear bottleneck
     if stride == 1 and cin == out:
+        # NB: EfficientNet's stochastic depth on the branch is an identity at inference.
         y = g.add(x, y, name="add")
     return y
+
+
+def inverted_residual(g: GraphBuilder, x: str, out: int, stride: int, expand: int,
+                      eps: float = 1e-5, taps: list[str] | None = None) -> str:
+    """MobileNetV2's block: expansion `expand` x the input's channels, 3x3, ReLU6."""
+    return mbconv(g, x, g.shape(x)[0] * expand, out, 3, stride, "relu6", None, eps, "conv",
+                  taps)
 
 
 @model("mobilenet_v2")
@@ -104,19 +119,11 @@ _V3_EPS = 1e-3  # torchvision: BatchNorm2d(eps=0.001, momentum=0.01)
 
 def _v3_block(g: GraphBuilder, x: str, k: int, hidden: int, out: int, se: bool, nl: str,
               stride: int) -> str:
-    cin = g.shape(x)[0]
-    act = "hardswish" if nl == "HS" else "relu"
-    with g.scope("block"):
-        y = x
-        if hidden != cin:
-            y = conv_bn(g, y, hidden, 1, name="expand", act=act, eps=_V3_EPS)
-        y = conv_bn(g, y, hidden, k, stride, groups=hidden, name="dw", act=act, eps=_V3_EPS)
-        if se:
-            y = squeeze_excitation(g, y, make_divisible(hidden // 4), gate="hardsigmoid")
-        y = conv_bn(g, y, out, 1, relu=False, name="project", eps=_V3_EPS)
-    if stride == 1 and cin == out:
-        y = g.add(x, y, name="add")
-    return y
+    def excite(g: GraphBuilder, y: str) -> str:
+        return squeeze_excitation(g, y, make_divisible(hidden // 4), gate="hardsigmoid")
+
+    return mbconv(g, x, hidden, out, k, stride, "hardswish" if nl == "HS" else "relu",
+                  excite if se else None, _V3_EPS, "block")
 
 
 @model("mobilenet_v3_large")
