@@ -23,6 +23,7 @@ from accelsim.cli import (  # noqa: F401  (register commands)
     listing,
     report,
     simulate,
+    size_storage,
     sweep,
     validate,
 )

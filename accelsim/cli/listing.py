@@ -43,12 +43,26 @@ def stack_row(s: Any) -> dict[str, Any]:
             "fuses": ",".join(s.fuses), "description": s.description}
 
 
+def storage_system_row(s: Any) -> dict[str, Any]:
+    """Key figures of a storage system described from its parts."""
+    srv, c = s.servers, s.clients
+    return {"name": s.name, "class": s.fs.name,
+            "servers": srv.count if srv else 0,
+            "drives": (f"{srv.count * srv.drives}x {srv.drive.name}" if srv
+                       else f"{c.drives}x {c.drive.name} per host"),
+            "ports": f"{srv.count * srv.ports}x {srv.port_link.name}" if srv else "",
+            "clients": c.hosts,
+            "client_nics": f"{c.nics}x {c.nic_link.name}" if c.nic_link else ""}
+
+
 @cli.command(name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def list_cmd(as_json: bool) -> None:
-    """Built-in device profiles, systems, software stacks, scenarios and zoo models."""
+    """Built-in device profiles, systems, software stacks, storage systems, scenarios and zoo
+    models."""
     from accelsim.profiles.devices import list_profiles
     from accelsim.profiles.software import builtin_stacks
+    from accelsim.profiles.storage_systems import available_storage_systems, load_storage_system
     from accelsim.profiles.systems import available_systems, load_system
     from accelsim.workload.scenario import scenario_names
     from accelsim.workload.zoo import model_names
@@ -56,13 +70,16 @@ def list_cmd(as_json: bool) -> None:
     profiles = [profile_row(p) for p in list_profiles()]
     systems = [system_row(load_system(n)) for n in available_systems()]
     stacks = [stack_row(s) for s in builtin_stacks().values()]
+    storage = [storage_system_row(load_storage_system(n)) for n in available_storage_systems()]
     if as_json:
         echo_json({"profiles": profiles, "systems": systems, "software": stacks,
+                   "storage_systems": storage,
                    "workloads": scenario_names() + model_names(),
                    "scenarios": scenario_names(), "models": model_names()})
         return
     click.echo(pd.DataFrame(profiles).fillna("").to_string(index=False))
     click.echo("\n" + pd.DataFrame(systems).fillna("").to_string(index=False))
     click.echo("\n" + pd.DataFrame(stacks).drop(columns="description").to_string(index=False))
+    click.echo("\n" + pd.DataFrame(storage).to_string(index=False))
     click.echo(f"\nscenarios: {', '.join(scenario_names())}")
     click.echo(f"models: {', '.join(model_names())}")

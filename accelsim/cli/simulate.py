@@ -32,7 +32,7 @@ def parse_layers(value: str) -> int | None:
 
 @cli.command()
 @click.argument("workload")
-@click.option("--hw", "hardware", required=True, help=HW_HELP)
+@click.option("--hw", "hardware", help=HW_HELP + " Required unless --storage-system.")
 @knob_options
 @click.option("--layers", default="10", show_default=True,
               help="Layer rows to print, slowest first: a number, or 'all' (graph order).")
@@ -45,6 +45,12 @@ def parse_layers(value: str) -> int | None:
 @click.option("--max-accelerators", "max_accelerators", is_flag=True,
               help="MLPerf Storage: the most emulated accelerators the storage keeps at the AU "
               "threshold, and the storage throughput that takes.")
+@click.option("--storage-system", "storage_system", metavar="NAME|FILE",
+              help="MLPerf Storage on a storage system described from its parts "
+              "(hw_profiles/storage_systems/): its servers, drives, ports, class and client "
+              "hosts; with --emulate-accelerators.")
+@click.option("--clients", "clients", type=int, metavar="N",
+              help="With --storage-system: client hosts reading it (default: the file's).")
 @click.option("--scalesim-report", "scalesim_dir", type=click.Path(file_okay=False),
               help="Write SCALE-Sim's COMPUTE_REPORT.csv, BANDWIDTH_REPORT.csv and "
               "DETAILED_ACCESS_REPORT.csv into this folder (--hw a SCALE-Sim .cfg).")
@@ -55,26 +61,50 @@ def parse_layers(value: str) -> int | None:
 @click.option("--prune-2-4", "prune_2_4", is_flag=True, help="With --execute: the device runs "
               "conv/linear weights magnitude-pruned to 2:4 (the fp32 reference stays dense): "
               "the error of pruning beside the sparse tensor cores' speed.")
-def simulate(workload: str, hardware: str, layers: str, trace: str | None, as_json: bool,
-             scalesim_dir: str | None, emulated: str | None, max_accelerators: bool,
-             execute: bool = False, prune_2_4: bool = False, **kw: Any) -> None:
+def simulate(workload: str, hardware: str | None, layers: str, trace: str | None,
+             as_json: bool, scalesim_dir: str | None, emulated: str | None,
+             max_accelerators: bool, storage_system: str | None = None,
+             clients: int | None = None, execute: bool = False, prune_2_4: bool = False,
+             **kw: Any) -> None:
     """Time, energy and bottleneck of a WORKLOAD on a system or device (--hw).
 
     WORKLOAD is a zoo model, a built-in scenario or a scenario .toml file. A workload that
     does not fit in device memory is reported as such (exit 0), with the largest batch that
     fits."""
     top = parse_layers(layers)
+    if storage_system is not None and (emulated or max_accelerators):
+        from accelsim.cli.storage_system import run_system_emulation
+
+        if hardware is not None:
+            raise AccelsimError("--storage-system with --emulate-accelerators names the "
+                                "client hosts too: drop --hw")
+        run_system_emulation(workload, storage_system, clients, emulated, max_accelerators,
+                             cli_knobs(kw), as_json)
+        return
+    if clients is not None and storage_system is None:
+        raise AccelsimError("--clients needs --storage-system")
+    if hardware is None:
+        raise AccelsimError("--hw is required (a system, a device or a .toml path), or "
+                            "--storage-system with --emulate-accelerators")
     if emulated or max_accelerators:
         from accelsim.cli.storage_sizing import run_sizing
 
         run_sizing(workload, hardware, emulated, max_accelerators, cli_knobs(kw), as_json)
         return
-    cfg = make_config(workload, hardware, **cli_knobs(kw))
+    knobs = cli_knobs(kw)
+    cfg = make_config(workload, hardware, **knobs)
+    storage_note = None
+    if storage_system is not None:
+        from accelsim.cli.storage_system import train_on_storage_system
+
+        cfg, storage_note = train_on_storage_system(cfg, storage_system, clients, knobs)
     if execute or prune_2_4:
         from dataclasses import replace
 
         cfg = replace(cfg, execute=execute, prune_2_4=prune_2_4)
     res = run_simulation(cfg)
+    if storage_note is not None:
+        res.record["notes"] = [*res.record["notes"], storage_note]
     if scalesim_dir:
         from pathlib import Path
 

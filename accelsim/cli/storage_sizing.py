@@ -49,6 +49,17 @@ def _system(hardware: str, knobs: dict[str, Any]) -> Any:
     return system
 
 
+def check_knobs(knobs: dict[str, Any], allowed: tuple[str, ...], what: str) -> None:
+    """Only the knobs in `allowed` mean something to an emulated run, each in its range."""
+    extra = sorted(set(knobs) - set(allowed))
+    if extra:
+        raise AccelsimError(f"{what} takes only --{', --'.join(allowed)}; "
+                            f"drop {', '.join(extra)}")
+    for name, value in knobs.items():
+        if not isinstance(value, str):
+            _in_range(name, value, KNOBS[name].low, KNOBS[name].high)
+
+
 def run_sizing(workload: str, hardware: str, accelerator: str | None, search: bool,
                knobs: dict[str, Any], as_json: bool) -> None:
     """Print the emulated run (at --devices, default the system's count) or, with `search`,
@@ -56,13 +67,7 @@ def run_sizing(workload: str, hardware: str, accelerator: str | None, search: bo
     if accelerator is None:
         raise AccelsimError("--max-accelerators needs --emulate-accelerators ACCELERATOR "
                             "(a100 or h100)")
-    extra = sorted(set(knobs) - set(_KNOBS))
-    if extra:
-        raise AccelsimError(f"--emulate-accelerators takes only --{', --'.join(_KNOBS)}; "
-                            f"drop {', '.join(extra)}")
-    for name, value in knobs.items():
-        if not isinstance(value, str):
-            _in_range(name, value, KNOBS[name].low, KNOBS[name].high)
+    check_knobs(knobs, _KNOBS, "--emulate-accelerators")
     wl, system = _workload(workload), _system(hardware, knobs)
     run_kw = {k: knobs[k] for k in ("steps", "seed", "prefetch") if k in knobs}
     if search:

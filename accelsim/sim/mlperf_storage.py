@@ -28,6 +28,7 @@ from accelsim.profiles.datasets import Dataset, load_dataset
 from accelsim.profiles.emulation import Emulation, load_emulation
 from accelsim.profiles.systems import System
 from accelsim.results.metrics import accelerator_utilization
+from accelsim.sim.storage_system.search import largest_passing
 
 # NB: MLPerf Storage v1.0 sizes the dataset to at least 5x the host's memory so that the page
 # cache cannot serve it (unverified: rule recalled from the v1.0 Rules.md).
@@ -135,23 +136,8 @@ def max_accelerators(workload: str, system: System, accelerator: str, steps: int
         return runs[n]["accelerator_utilization"] >= emu.au_target
 
     closed = bw / (emu.au_target * demand)
-    # lo passes (0 trivially) and hi fails (cap + 1 by definition): gallop up from the closed
-    # form, or down to it, then bisect. NB: AU is taken to fall as accelerators are added.
-    lo, hi = 0, min(max(int(closed), 1), cap)
-    if ok(hi):
-        lo, step = hi, 1
-        while True:
-            probe = min(lo + step, cap)
-            if probe == lo:
-                hi = cap + 1
-                break
-            if not ok(probe):
-                hi = probe
-                break
-            lo, step = probe, step * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    # NB: AU is taken to fall as accelerators are added.
+    lo = largest_passing(ok, int(closed), cap)
     best = runs.get(lo)
     notes = [f"MLPerf Storage v1.0 emulation: {emu.batch_size} samples per batch, "
              f"{emu.computation_time_s:g} s of compute per batch, {emu.read_threads} read "
