@@ -117,3 +117,19 @@ def test_size_is_the_fewest_servers_whose_capacity_carries_the_accelerators(
     # Too few client hosts: no server count helps, and the answer says the clients bind.
     few = size_storage(UNET, system(tmp_path, hosts=2), n, simulate=False)
     assert few["units"] is None and few["limit_at_size"] == "client NICs"
+
+
+def test_a_system_with_no_bound_is_refused(tmp_path: Path) -> None:
+    """Every capacity unbounded (an object-store medium, no CPU cost) would run rates to
+    infinity: refused in one line instead."""
+    from accelsim.errors import AccelsimError
+
+    s = system(tmp_path)
+    inf_drive = replace(s.servers.drive, read_bandwidth_bytes_per_s=math.inf,
+                        random_read_4k_iops=math.inf)
+    port = replace(s.servers.port_link, bandwidth_bytes_per_s=math.inf)
+    nic = replace(s.clients.nic_link, bandwidth_bytes_per_s=math.inf)
+    s = replace(s, servers=replace(s.servers, drive=inf_drive, port_link=port),
+                clients=replace(s.clients, nic_link=nic))
+    with pytest.raises(AccelsimError, match="no part bounds"):
+        emulate_system(UNET, s, 2)

@@ -83,6 +83,9 @@ def emulate_system(emu: Emulation, system: StorageSystem, accelerators: int,
     request_bytes = float(plan.bytes.sum() / max(int(plan.requests.sum()), 1))
     parts = parts_of(system, request_bytes, ds.stored_bytes_per_sample,
                      ds.file_size_mean_bytes)
+    if not math.isfinite(min(parts.host_cap_bytes_per_s, parts.shared_cap_bytes_per_s)):
+        raise AccelsimError(f"storage system '{system.name}': no part bounds its reads (every "
+                            "capacity is unbounded): give its drives a read bandwidth")
     hosts = system.clients.hosts
     env = simpy.Environment()
     reads = SharedReads(env, np.full(hosts, parts.host_cap_bytes_per_s),
