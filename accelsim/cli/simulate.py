@@ -46,11 +46,12 @@ def parse_layers(value: str) -> int | None:
               help="MLPerf Storage: the most emulated accelerators the storage keeps at the AU "
               "threshold, and the storage throughput that takes.")
 @click.option("--storage-system", "storage_system", metavar="NAME|FILE",
-              help="MLPerf Storage on a storage system described from its parts "
-              "(hw_profiles/storage_systems/): its servers, drives, ports, class and client "
-              "hosts; with --emulate-accelerators.")
+              help="A storage system described from its parts (hw_profiles/storage_systems/): "
+              "with --emulate-accelerators, MLPerf Storage on it and its client hosts; with "
+              "--hw SYSTEM and a training workload, one node's share of it.")
 @click.option("--clients", "clients", type=int, metavar="N",
-              help="With --storage-system: client hosts reading it (default: the file's).")
+              help="With --storage-system: client hosts reading it (default: the file's; "
+              "training: --nodes).")
 @click.option("--scalesim-report", "scalesim_dir", type=click.Path(file_okay=False),
               help="Write SCALE-Sim's COMPUTE_REPORT.csv, BANDWIDTH_REPORT.csv and "
               "DETAILED_ACCESS_REPORT.csv into this folder (--hw a SCALE-Sim .cfg).")
