@@ -11,7 +11,7 @@ never per system; a class with no row left in the fit set takes the pooled facto
 classes that have (`fit(rows, classes)`).
 
     rows = mlperf_storage_rows(REFERENCE / "calibration_measurements.csv")
-    factors = fit(rows)           # {class: {field: value}}
+    fitted = fit(rows, {n: load_fs_class(n) for n in available_fs_classes()})  # {class: FsClass}
 """
 
 from __future__ import annotations
@@ -193,10 +193,7 @@ def fit(rows: Sequence[StorageRow], classes: dict[str, FsClass]) -> dict[str, Fs
     names = tuple(by_class)
     params: list[Param] = [(names, k) for k in SHARED]
     params += [((n,), k) for n in names for k in fitted_names(classes[n]) if k not in SHARED]
-    # Start every class from one value of each shared factor.
-    start = {**classes, **{n: with_factors(classes[n], {k: getattr(classes[names[0]], k)
-                                                       for k in SHARED}) for n in names}}
-    out = descend(rows, start, params)
+    out = descend(rows, classes, params)  # every class starts at the same priors
     missing = [n for n in classes if n not in by_class]
     if missing:
         pooled = _pooled(rows, out, by_class)

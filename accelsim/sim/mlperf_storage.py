@@ -46,14 +46,19 @@ def demand_bytes_per_s(emu: Emulation, dataset: Dataset) -> float:
     return emu.batch_size * dataset.stored_bytes_per_sample / emu.computation_time_s
 
 
-def emulated_dataset(emu: Emulation, system: System) -> Dataset:
+def stretched_dataset(emu: Emulation, dram_bytes: float) -> Dataset:
     """The workload's dataset with no preparation (DLIO emulates none), stretched to
-    `DATASET_OVER_DRAM` x host DRAM in whole files of the same size."""
+    `DATASET_OVER_DRAM` x `dram_bytes` in whole files of the same size."""
     ds = load_dataset(emu.dataset)
-    files = max(ds.file_count, math.ceil(DATASET_OVER_DRAM * system.host.dram_bytes
+    files = max(ds.file_count, math.ceil(DATASET_OVER_DRAM * dram_bytes
                                          / ds.file_size_mean_bytes))
     return replace(ds, prep_s_per_sample_per_core=0.0, file_count=files,
                    sample_count=files * ds.samples_per_file)
+
+
+def emulated_dataset(emu: Emulation, system: System) -> Dataset:
+    """The workload's dataset as DLIO runs it on `system`'s one host."""
+    return stretched_dataset(emu, system.host.dram_bytes)
 
 
 def _null_device(emu: Emulation) -> Any:

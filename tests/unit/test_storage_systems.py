@@ -21,7 +21,7 @@ from accelsim.profiles.storage_systems import (
     load_fs_class,
     load_storage_system,
 )
-from accelsim.sim.storage_system.fluid import SharedReads, water_fill
+from accelsim.sim.storage_system.fluid import SharedReads, water_fill, water_fill_array
 from accelsim.sim.storage_system.parts import parts_of
 from tests.helpers.storage_systems import system_toml
 
@@ -189,3 +189,17 @@ def test_staggered_arrivals_conserve_bytes() -> None:
     assert reads.served_bytes.sum() == pytest.approx(sum(sizes.values()))
     # Never faster than the shared part allows.
     assert env.now >= sum(sizes.values()) / 10.0 - 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_array_water_fill_is_the_list_one(seed: int) -> None:
+    """Many hosts take the vectorised `water_fill_array`: the same levels as `water_fill`
+    (itself checked against the naive filling above), idle hosts included."""
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(200):
+        hosts = int(rng.integers(1, 40))
+        cap = rng.uniform(0.5, 3.0, hosts)
+        weight = rng.integers(0, 4, hosts).astype(float)
+        shared = float(rng.uniform(0.5, 40.0))
+        assert water_fill_array(cap, weight, shared) == pytest.approx(
+            water_fill(cap.tolist(), weight.tolist(), shared))

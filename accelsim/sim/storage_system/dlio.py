@@ -22,23 +22,20 @@ every epoch).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import simpy
 
 from accelsim.errors import AccelsimError
-from accelsim.profiles.datasets import Dataset, load_dataset
+from accelsim.profiles.datasets import Dataset
 from accelsim.profiles.emulation import Emulation
 from accelsim.profiles.storage_systems import StorageSystem
+from accelsim.sim.mlperf_storage import stretched_dataset
 from accelsim.sim.readplan import read_plan
 from accelsim.sim.storage_system.fluid import SharedReads
 from accelsim.sim.storage_system.parts import Parts, parts_of
 
-# NB: MLPerf Storage v1.0 sizes the dataset to at least 5 x the clients' memory (as
-# `accelsim.sim.mlperf_storage.DATASET_OVER_DRAM`, unverified: rule recalled).
-DATASET_OVER_DRAM = 5
 STEPS = 80  # per accelerator; AU over the second half (40 leaves a start-up wave in it)
 PREFETCH = 2  # batches read ahead (DLIO's prefetch_size)
 MAX_BATCH_READS = 2_000_000  # accelerators x steps one run may simulate (about 2 minutes)
@@ -48,13 +45,9 @@ SATURATED = 0.85
 
 
 def emulated_dataset(emu: Emulation, system: StorageSystem) -> Dataset:
-    """The workload's dataset, no preparation, stretched to `DATASET_OVER_DRAM` x the DRAM of
-    all client hosts in whole files of the same size."""
-    ds = load_dataset(emu.dataset)
-    dram = system.clients.hosts * system.clients.dram_bytes
-    files = max(ds.file_count, math.ceil(DATASET_OVER_DRAM * dram / ds.file_size_mean_bytes))
-    return replace(ds, prep_s_per_sample_per_core=0.0, file_count=files,
-                   sample_count=files * ds.samples_per_file)
+    """The workload's dataset as DLIO runs it: stretched over the DRAM of all client hosts
+    (`accelsim.sim.mlperf_storage.stretched_dataset`)."""
+    return stretched_dataset(emu, system.clients.hosts * system.clients.dram_bytes)
 
 
 def host_of(accelerators: int, hosts: int) -> np.ndarray:
