@@ -46,6 +46,8 @@ COMPUTE_FORMATS = ("fp16", "bf16")
 WEIGHT_FORMATS = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 QUANTISED = ("fp8", "int8", "int4")
 KV_FORMATS = ("fp16", "bf16", "fp8", "int8")  # KV cache (vLLM's kv_cache_dtype: auto, fp8)
+GEMM_FORMATS = ("fp8",)  # W8A8: GEMMs on the matrix units' fp8 (e4m3) mode, static scales
+UNQUANTISED_GEMMS = ("lm_head", "router", "attention")
 # NB: one fp16 scale per group of 128 weights (the AWQ / GPTQ default group size); zero points
 # and fp8's per-tensor scale are left out.
 GROUP_SIZE = 128
@@ -74,16 +76,25 @@ class Platform:
     tp: int = 1
     expert_parallel: bool = False
     kv: str | None = None
+    matmul: str | None = None  # the layers' GEMM format under W8A8 (fp8); None: `precision`
 
     @property
     def shard(self) -> Shard:
         return Shard(self.tp, self.expert_parallel)
 
     @property
+    def gemm_precision(self) -> str:
+        """The format the layers' weight GEMMs run in (their MFU's peak)."""
+        return self.matmul or self.precision
+
+    @property
     def formats(self) -> Formats:
         act = WEIGHT_FORMATS[self.precision]
         # NB: a quantised cache's scales and its dequantisation in attention are not charged
         kv = act if self.kv is None else WEIGHT_FORMATS[self.kv]
+        if self.matmul is not None:  # W8A8: embedding and LM head stay at the compute format
+            return Formats(weight_bytes_per_param(self.weights), act, kv,
+                           gemm_in_bytes=WEIGHT_FORMATS[self.matmul], head_weight_bytes=act)
         return Formats(weight_bytes_per_param(self.weights), act, kv)
 
     @property
@@ -126,18 +137,31 @@ def check_platform(plat: Platform) -> None:
                             f"{', '.join(WEIGHT_FORMATS)}")
     if plat.kv is not None and plat.kv not in KV_FORMATS:
         raise AccelsimError(f"kv_precision '{plat.kv}': choose one of {', '.join(KV_FORMATS)}")
+    if plat.matmul is not None and (plat.matmul not in GEMM_FORMATS
+                                    or plat.weights not in (plat.matmul, plat.precision)):
+        raise AccelsimError(f"GEMM format '{plat.matmul}' with {plat.weights} weights: W8A8 "
+                            f"runs {', '.join(GEMM_FORMATS)} GEMMs on weights stored so "
+                            "(or, training, at the compute format)")
 
 
 def _dequant(plat: Platform, work: pd.DataFrame, gemm_rows_m: np.ndarray) -> np.ndarray:
     """Vector FLOPs of dequantising each row's weights inside its GEMM kernel (0 unless the
     weights are quantised). NB: every tile row of the output dequantises its weight tile
     again: ceil(tokens / tile_m) passes."""
-    if plat.weights not in QUANTISED:  # (the compute format is never quantised)
+    if plat.weights not in QUANTISED or plat.matmul is not None:  # W8A8: no dequantisation
         return np.zeros(len(work))
     elems = work["weight_bytes"].to_numpy(dtype=float) / plat.formats.weight_bytes
     passes = np.maximum(np.ceil(gemm_rows_m / plat.tiles.m), 1.0)
     return np.where(work["matmul"].to_numpy(dtype=bool), elems * passes, 0.0) * (
         DEQUANT_FLOPS_PER_WEIGHT)
+
+
+def quantised_gemm_rows(work: pd.DataFrame) -> np.ndarray:
+    """The rows W8A8 runs at the GEMM format: the layers' weight GEMMs, forward and backward.
+    NB: the LM head and a MoE router stay 16-bit (ModelOpt's FP8 recipe leaves them out);
+    attention runs at the compute format with the KV cache at its own format."""
+    names = work["name"].to_numpy()
+    return work["matmul"].to_numpy(dtype=bool) & ~np.isin(names, UNQUANTISED_GEMMS)
 
 
 def cost_rows(plat: Platform, rows: Rows) -> tuple[pd.DataFrame, np.ndarray]:
@@ -151,8 +175,15 @@ def cost_frames(plat: Platform, work: pd.DataFrame, gemms: pd.DataFrame) -> pd.D
     """A work table (and its GEMMs) costed by the device's class model and `finish`, with the
     dequantisation of quantised weights charged in the GEMM rows."""
     precision = plat.precision  # fp16 or bf16 (`check_platform`)
-    costs = class_model(plat.profile.device_class)(plat.profile, work, gemms, precision,
-                                                   plat.stack)
+    model = class_model(plat.profile.device_class)
+    costs = model(plat.profile, work, gemms, precision, plat.stack)
+    if plat.matmul is not None:
+        # W8A8: the layers' weight GEMMs on the matrix units at the GEMM format, the rest (and
+        # the unquantised LM head, router and attention) at the compute format
+        low = model(plat.profile, work, gemms, plat.matmul, plat.stack)
+        on_low = quantised_gemm_rows(work)
+        costs = pd.DataFrame({c: np.where(on_low, low[c].to_numpy(), costs[c].to_numpy())
+                              for c in costs.columns}, index=costs.index)
     tokens_m = np.zeros(len(work))
     np.maximum.at(tokens_m, gemms["op_index"].to_numpy(dtype=int), gemms["m"].to_numpy(float))
     dq_flops = _dequant(plat, work, tokens_m)

@@ -42,7 +42,7 @@ def infer_batch(model: StepModel, mem: MemoryPlan, batch: int, prompt: int,
     latency_s = pre.time_s + decode_s
     energy_j = pre.energy_j + sum(s.energy_j for s in steps)
     gpus = lay.gpus
-    peak = plat.profile.peak_flops_per_s(plat.precision)  # dense matrix peak
+    peak = plat.profile.peak_flops_per_s(plat.gemm_precision)  # dense matrix peak
     bw = bandwidth_bytes_per_s(plat.profile)
     decode_flops = float(sum(s.flops for s in steps))
 
@@ -55,9 +55,14 @@ def infer_batch(model: StepModel, mem: MemoryPlan, batch: int, prompt: int,
     # Weights read per step: the stage's layers and the LM head (the embedding table is only
     # gathered, a row per token).
     m = lay.microbatches(batch)
-    read_params = (lay.layers_per_stage * shard_layer_params(plat)
-                   + plat.shard.vocab(plat.cfg) * plat.cfg.d_model)
-    floor_bytes = lay.pp * (read_params * weight_bytes_per_param(plat.weights)
+    layer_params = lay.layers_per_stage * shard_layer_params(plat)
+    head_params = plat.shard.vocab(plat.cfg) * plat.cfg.d_model
+    if plat.formats.head_weight_bytes is None:
+        read_bytes = (layer_params + head_params) * weight_bytes_per_param(plat.weights)
+    else:  # W8A8: the LM head at the compute format
+        read_bytes = (layer_params * weight_bytes_per_param(plat.weights)
+                      + head_params * plat.formats.head_weight_bytes)
+    floor_bytes = lay.pp * (read_bytes
                             + batch * (prompt + output / 2) * mem.kv_bytes_per_token / m)
     limit_s = None if bw is None or not steps else floor_bytes / bw
     mean_dram = float(np.mean([s.dram_bytes_per_gpu for s in steps])) if steps else None

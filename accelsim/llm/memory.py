@@ -94,7 +94,6 @@ class MemoryPlan:
 def memory_plan(plat: Platform, lay: Layout, capacity_bytes: float) -> MemoryPlan:
     cfg, shard = plat.cfg, plat.shard
     act = WEIGHT_FORMATS[plat.precision]
-    params = lay.layers_per_stage * shard_layer_params(plat) + shard_embedding_params(plat, lay)
     kv = 2.0 * lay.layers_per_stage * shard.kv_heads(cfg) * cfg.head_dim * plat.formats.kv_bytes
     # NB: the largest live set of one layer: hidden states, fused QKV output and the FFN's
     # intermediate (gate and up) of the step's tokens; FlashAttention keeps no scores.
@@ -103,6 +102,17 @@ def memory_plan(plat: Platform, lay: Layout, capacity_bytes: float) -> MemoryPla
     act_per_token = (LAYERS_LIVE * cfg.d_model + inner) * act
     logits = shard.vocab(cfg) * LOGIT_BYTES
     reserve = plat.stack.figure("llm.memory_reserve_fraction", plat.profile.device_class)
-    return MemoryPlan(float(capacity_bytes), reserve, params * weight_bytes_per_param(plat.weights),
-                      kv, act_per_token, float(logits))
+    return MemoryPlan(float(capacity_bytes), reserve, weights_bytes(plat, lay), kv,
+                      act_per_token, float(logits))
+
+
+def weights_bytes(plat: Platform, lay: Layout) -> float:
+    """Weights one GPU holds, bytes: its layers at the weight format (scales included), the
+    embedding and LM head at theirs (the compute format under W8A8)."""
+    layers = lay.layers_per_stage * shard_layer_params(plat)
+    ends = shard_embedding_params(plat, lay)
+    fmt = plat.formats
+    if fmt.head_weight_bytes is None:
+        return (layers + ends) * weight_bytes_per_param(plat.weights)
+    return layers * weight_bytes_per_param(plat.weights) + ends * fmt.head_weight_bytes
 

@@ -50,19 +50,44 @@ SERVE_ONLY = ("batching", "length_dist", "slo_ttft_s", "slo_tpot_s", "chunked_pr
 # zero, recompute: train; tp, pp, expert_parallel: every mode; `accelsim.sim.knobs`)
 
 
-def _formats(precision: str, weights: str | None, notes: list[str]) -> tuple[str, str]:
-    """(compute format, weight format) from the scenario precision and weight_precision."""
+def _formats(precision: str, weights: str | None, profile: Any, notes: list[str],
+             mode: str = "infer") -> tuple[str, str, str | None]:
+    """(compute format, weight format, W8A8 GEMM format or None) from the scenario precision
+    and weight_precision. fp8 runs W8A8 on a GPU whose matrix units list fp8 (Hopper, Ada,
+    Blackwell, CDNA3), weight-only elsewhere or when --weight-precision is given; a training
+    step in fp8 runs bf16 with fp8 GEMMs (Transformer Engine's recipe)."""
+    fp8_units = (profile.device_class == "gpu"
+                 and "fp8" in profile.compute.matrix_peak_flops_per_s)
+    if mode == "train" and precision.startswith("fp8") and weights is None:
+        if not fp8_units:
+            raise AccelsimError(f"{profile.name} has no fp8 matrix units to train in fp8: "
+                                "choose bf16 or fp16")
+        notes.append(f"--precision {precision} training: bf16 with the layers' GEMMs in fp8 "
+                     "(forward, data and weight gradients; Transformer Engine's delayed "
+                     "scaling), 16-bit weights, fp32 master weights and Adam state")
+        return "bf16", "bf16", "fp8"
     if precision == "fp32":
         notes.append("fp32 (a bare model's default) runs as fp16 here, as LLM inference "
                      "stacks serve 16-bit weights (--precision bf16 or --weight-precision "
                      "choose others)")
         precision = "fp16"
+    elif precision.startswith("fp8") and weights is None:
+        if fp8_units:
+            notes.append(f"--precision {precision}: W8A8, the layers' GEMMs on fp8 tensor "
+                         "cores with fp8 weights and activations (static per-tensor scales); "
+                         "LM head, attention and elementwise work in fp16 (--weight-precision "
+                         "fp8 runs weight-only, --kv-precision fp8 an fp8 KV cache)")
+            return "fp16", "fp8", "fp8"
+        notes.append(f"{profile.name} has no fp8 matrix units: --precision {precision} runs "
+                     "weight-only (fp8 weights dequantised to fp16 inside the GEMM, as "
+                     "weight-only kernels such as vLLM's Marlin run it on Ampere)")
+        return "fp16", "fp8", None
     elif precision in QUANTISED or precision.startswith("fp8"):
         base = "fp8" if precision.startswith("fp8") else precision
         notes.append(f"--precision {precision}: weight-only {base} (activations and KV cache "
                      "in fp16)")
-        return "fp16", weights or base
-    return precision, weights or precision
+        return "fp16", weights or base, None
+    return precision, weights or precision, None
 
 
 def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platform, Layout]:
@@ -80,7 +105,8 @@ def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platfor
     system, profile = resolve_hardware(cfg.hardware)
     if cfg.dataflow:
         profile = with_dataflow(profile, cfg.dataflow)
-    compute, weights = _formats(sc.precision, cfg.llm.get("weight_precision"), notes)
+    compute, weights, matmul = _formats(sc.precision, cfg.llm.get("weight_precision"),
+                                        profile, notes, cfg.mode or sc.mode)
     ep = cfg.llm.get("expert_parallel", False)
     # the stack on this system's host CPU (its host times scale with the host's clock)
     stack, stack_note = resolve_software(cfg.software, profile.device_class,
@@ -88,7 +114,7 @@ def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platfor
     if stack_note:
         notes.append(stack_note)
     plat = Platform(model, profile, stack, compute, weights, cfg.llm.get("tp", 1), ep,
-                    cfg.llm.get("kv_precision"))
+                    cfg.llm.get("kv_precision"), matmul)
     check_platform(plat)
     lay = layout(model, system, plat.tp, cfg.llm.get("pp", 1), cfg.llm.get("overlap_tp", False),
                  ep)

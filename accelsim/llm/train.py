@@ -118,7 +118,8 @@ def _micro_rows(plat: Platform, split: TrainSplit) -> tuple[pd.DataFrame, pd.Dat
     rows.shape_id = 1
     embed_rows(rows, plat.cfg, step, plat.formats)
     vocab = plat.shard.vocab(plat.cfg)
-    linear_rows(rows, "lm_head", step.tokens, vocab, plat.cfg.d_model, plat.formats, False)
+    linear_rows(rows, "lm_head", step.tokens, vocab, plat.cfg.d_model, plat.formats, False,
+                high_precision=True)
     elementwise_rows(rows, "loss", (OpKind.SOFTMAX,), step.tokens * vocab, 1, plat.formats)
     work, gemms, ids = rows.frames()
     work = work.assign(shape=ids)
@@ -251,7 +252,7 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
                  + forward.loc[forward["shape"] == 1, "flops"].sum()) * plat.tp
     # NB: MFU's model FLOPs: 3 x the forward GEMMs (forward, dX, dW), no recomputation
     model_flops = 3.0 * fwd_flops * m * split.dp
-    peak = plat.profile.peak_flops_per_s(plat.precision)
+    peak = plat.profile.peak_flops_per_s(plat.gemm_precision)
     step_tokens = tokens * m * split.dp
     energy_j = energy["total_j"]
     return {

@@ -34,6 +34,10 @@ from accelsim.workload.ops import OpKind
 
 # NB: tensor-core MMA fragments are 8 (n) x 16 (m) x 16 (k); small-M kernels pad tokens to 8.
 SKINNY_ROW_MULTIPLE = 8
+# NB: W8A8 quantises a GEMM's input in the kernel that produces it (TensorRT-LLM's fused
+# RMSNorm / SwiGLU / attention-output quantisation): a multiply by the static per-tensor scale
+# and a convert per element; calibrated static scales need no amax pass.
+QUANT_FLOPS_PER_ELEMENT = 2.0
 
 
 @dataclass(frozen=True)
@@ -77,11 +81,27 @@ class Shard:
 @dataclass(frozen=True)
 class Formats:
     """Bytes per element: weights (a storage format, possibly quantised) and activations / KV
-    cache (the compute format)."""
+    cache (the compute format). Under W8A8 (`gemm_in_bytes` set: fp8 GEMMs) the layers' weight
+    GEMMs read their input activation at `gemm_in_bytes`, written so by the kernel before them
+    (norm, SwiGLU/GELU, attention), and the embedding and LM head keep `head_weight_bytes`."""
 
     weight_bytes: float
     act_bytes: float
     kv_bytes: float
+    gemm_in_bytes: float | None = None  # None: the GEMMs read activations at act_bytes
+    head_weight_bytes: float | None = None  # None: weight_bytes
+
+    @property
+    def gemm_in(self) -> float:
+        return self.act_bytes if self.gemm_in_bytes is None else self.gemm_in_bytes
+
+    @property
+    def head_weights(self) -> float:
+        return self.weight_bytes if self.head_weight_bytes is None else self.head_weight_bytes
+
+    @property
+    def quantised_inputs(self) -> bool:
+        return self.gemm_in_bytes is not None
 
 
 @dataclass(frozen=True)
@@ -130,12 +150,17 @@ class Rows:
 
 
 def linear_rows(r: Rows, name: str, tokens: float, n_out: int, k_in: int, fmt: Formats,
-                bias: bool, experts: float = 1.0, expert_tokens: float | None = None) -> None:
-    """A weight GEMM (or `experts` of them, each on `expert_tokens` rows)."""
+                bias: bool, experts: float = 1.0, expert_tokens: float | None = None,
+                high_precision: bool = False) -> None:
+    """A weight GEMM (or `experts` of them, each on `expert_tokens` rows). A layer GEMM reads
+    its input at `fmt.gemm_in` and its weights at `fmt.weight_bytes`; a `high_precision` one
+    (LM head, router: left unquantised under W8A8) at the activation and head widths."""
     rows = tokens if expert_tokens is None else expert_tokens
-    weights = experts * (n_out * k_in + (n_out if bias else 0)) * fmt.weight_bytes
+    w_bytes = fmt.head_weights if high_precision else fmt.weight_bytes
+    in_bytes = fmt.act_bytes if high_precision else fmt.gemm_in
+    weights = experts * (n_out * k_in + (n_out if bias else 0)) * w_bytes
     r.add(name, OpKind.LINEAR, 2.0 * rows * experts * n_out * k_in,
-          rows * experts * k_in * fmt.act_bytes + weights, rows * experts * n_out * fmt.act_bytes,
+          rows * experts * k_in * in_bytes + weights, rows * experts * n_out * fmt.act_bytes,
           weights, ((rows, n_out, k_in, experts),))
 
 
@@ -151,14 +176,19 @@ def act_kinds(cfg: DecoderConfig) -> tuple[OpKind, ...]:
 
 
 def elementwise_rows(r: Rows, name: str, kinds: tuple[OpKind, ...], elems: float, inputs: int,
-                     fmt: Formats, weight_elems: float = 0.0) -> None:
+                     fmt: Formats, weight_elems: float = 0.0, feeds_gemm: bool = False) -> None:
     """An elementwise or normalisation row over `elems` outputs read from `inputs` tensors
     (a norm's `weight_elems` scale read once), of the op kinds `kinds` fused into one kernel
-    (named after the first), each at the FLOPs per element of `accelsim.workload.counts`."""
+    (named after the first), each at the FLOPs per element of `accelsim.workload.counts`.
+    A row that `feeds_gemm` writes the GEMM's input format, quantising under W8A8."""
     w = weight_elems * fmt.act_bytes
     flops_per = sum(elementwise_flops(kind)[0] for kind in kinds)
+    out_bytes = fmt.act_bytes
+    if feeds_gemm and fmt.quantised_inputs:
+        flops_per += QUANT_FLOPS_PER_ELEMENT
+        out_bytes = fmt.gemm_in
     r.add(name, kinds[0], flops_per * elems, inputs * elems * fmt.act_bytes + w,
-          elems * fmt.act_bytes, w)
+          elems * out_bytes, w)
 
 
 def experts_touched(cfg: DecoderConfig, tokens: float, local: int | None = None) -> float:
@@ -185,23 +215,23 @@ def layer_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Forma
         attention_rows(r, cfg, shard, step, fmt, fused_attention)
     linear_rows(r, "o_proj", t, d, heads * hd, fmt, bias)
     elementwise_rows(r, "attn_add", (OpKind.ADD,), t * d, 2, fmt)
-    elementwise_rows(r, "mlp_norm", norm_kinds(cfg), t * d, 1, fmt, d)
+    elementwise_rows(r, "mlp_norm", norm_kinds(cfg), t * d, 1, fmt, d, feeds_gemm=True)
     local = shard.experts(cfg)
     touched = experts_touched(cfg, t, local)
     # token-expert pairs this GPU computes (all of them unless its experts are a share)
     routed = t * cfg.experts_per_token * local / cfg.n_experts
     per_expert = routed / touched if cfg.is_moe else None
     if cfg.is_moe:
-        linear_rows(r, "router", t, cfg.n_experts, d, fmt, False)
+        linear_rows(r, "router", t, cfg.n_experts, d, fmt, False, high_precision=True)
     up = 2 * d_ff if cfg.arch == "llama" else d_ff
     linear_rows(r, "gate_up_proj" if cfg.arch == "llama" else "fc1", t, up, d, fmt, bias, touched,
             per_expert)
     elementwise_rows(r, "act", act_kinds(cfg), routed * d_ff, 2 if cfg.arch == "llama" else 1,
-                     fmt)
+                     fmt, feeds_gemm=True)
     linear_rows(r, "down_proj" if cfg.arch == "llama" else "fc2", t, d, d_ff, fmt, bias, touched,
             per_expert)
     elementwise_rows(r, "mlp_add", (OpKind.ADD,), t * d, 2, fmt)
-    elementwise_rows(r, "next_norm", norm_kinds(cfg), t * d, 1, fmt, d)
+    elementwise_rows(r, "next_norm", norm_kinds(cfg), t * d, 1, fmt, d, feeds_gemm=True)
 
 
 def attention_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Formats,
@@ -214,7 +244,10 @@ def attention_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: F
     flops = 4.0 * pairs * hd + softmax_flops() * pairs
     kv_elems = 2.0 * kv_heads * hd
     read_b = t * heads * hd * fmt.act_bytes + step.kv_read_tokens * kv_elems * fmt.kv_bytes
-    write_b = t * heads * hd * fmt.act_bytes + t * kv_elems * fmt.kv_bytes
+    # the output feeds o_proj: written at its input format (quantised in-kernel under W8A8)
+    write_b = t * heads * hd * fmt.gemm_in + t * kv_elems * fmt.kv_bytes
+    if fmt.quantised_inputs:
+        flops += QUANT_FLOPS_PER_ELEMENT * t * heads * hd
     if not fused:
         # NB: eager attention writes the scores, reads them for softmax, writes the
         # probabilities and reads them for PV (the causal mask skips no memory traffic here).
@@ -235,12 +268,14 @@ def embed_rows(r: Rows, cfg: DecoderConfig, step: Step, fmt: Formats) -> None:
     d = cfg.d_model
     gathers = 2 if cfg.arch == "gpt2" else 1
     r.add("embed", OpKind.EMBEDDING, (gathers - 1) * step.tokens * d,
-          step.tokens * (1 + gathers * d * fmt.weight_bytes / fmt.act_bytes) * fmt.act_bytes,
+          step.tokens * (1 + gathers * d * fmt.head_weights / fmt.act_bytes) * fmt.act_bytes,
           step.tokens * d * fmt.act_bytes)
-    elementwise_rows(r, "input_norm", norm_kinds(cfg), step.tokens * d, 1, fmt, d)
+    elementwise_rows(r, "input_norm", norm_kinds(cfg), step.tokens * d, 1, fmt, d,
+                     feeds_gemm=True)
 
 
 def head_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Formats) -> None:
     """The LM head (vocabulary split over the TP group) on each sequence's last token.
     NB: the final norm is the last layer's `next_norm`; sampling is not costed."""
-    linear_rows(r, "lm_head", step.seqs, shard.vocab(cfg), cfg.d_model, fmt, False)
+    linear_rows(r, "lm_head", step.seqs, shard.vocab(cfg), cfg.d_model, fmt, False,
+                high_precision=True)

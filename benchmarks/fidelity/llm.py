@@ -1,0 +1,252 @@
+"""Every row of llm_calibration_measurements.csv predicted (issue 20 item 7): what accelsim says
+beside what was measured, the rows it cannot express and why, the median |error| per metric
+and per source.
+
+Run: python benchmarks/fidelity/llm.py [--write] [--only ID_PREFIX] [--jobs N]
+(--write updates results/llm_fidelity.md and .json). Rows are mapped by
+`accelsim.calibrate.llm_rows` (its docstring states each assumption). Error = predicted /
+measured - 1 (negative: accelsim too slow for throughput, too fast for a latency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repo root: this checkout's accelsim
+from accelsim.calibrate.llm_rows import LlmCase, llm_cases  # noqa: E402
+from accelsim.errors import AccelsimError  # noqa: E402
+from accelsim.run import run_simulation  # noqa: E402
+from accelsim.sim.knobs import make_config  # noqa: E402
+
+CSV = ROOT / "tests" / "reference" / "llm_calibration_measurements.csv"
+RESULTS = ROOT / "benchmarks" / "results" / "llm_fidelity"
+GROUPS = {"tokens_per_s": "throughput", "train_tokens_per_s_per_gpu": "training tokens/s",
+          "ttft_mean_s": "TTFT", "tpot_mean_s": "TPOT", "e2e_latency_s": "batch latency"}
+LATENCIES = ("ttft_mean_s", "tpot_mean_s", "e2e_latency_s")
+
+
+def predict(case: LlmCase) -> dict[str, Any]:
+    """The case run: its predicted metric, or the error that stopped it."""
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"id": case.id}
+    try:
+        rec = run_simulation(make_config(case.model, case.hardware, **case.knobs)).record
+    except AccelsimError as err:
+        return out | {"error": str(err), "seconds": time.perf_counter() - t0}
+    if not rec.get("memory", {}).get("fits", True):
+        return out | {"error": "does not fit in device memory",
+                      "seconds": time.perf_counter() - t0}
+    if case.metric == "train_tokens_per_s_per_gpu":
+        value = rec.get("tokens_per_s")
+        value = None if value is None else value / case.gpus
+    else:
+        value = rec.get(case.metric)
+        if case.metric == "tokens_per_s" and value is not None:
+            value *= case.engines
+    return out | {"predicted": value, "seconds": time.perf_counter() - t0,
+                  "mfu": rec.get("mfu"), "bottleneck": rec.get("bottleneck")}
+
+
+def _median(xs: list[float]) -> float | None:
+    if not xs:
+        return None
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def summarise(cases: list[LlmCase], got: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    rows = []
+    for c in cases:
+        g = got[c.id]
+        err = (g["predicted"] / c.measured - 1.0
+               if g.get("predicted") not in (None, 0) and c.measured else None)
+        rows.append({"id": c.id, "source": c.source, "model": c.model, "hardware": c.hardware,
+                     "knobs": c.knobs, "metric": c.metric, "measured": c.measured,
+                     "predicted": g.get("predicted"), "error": err, "run_error": g.get("error"),
+                     "seconds": g.get("seconds"), "notes": list(c.notes)})
+
+    def med(sel: list[dict[str, Any]]) -> dict[str, Any]:
+        errs = [abs(r["error"]) for r in sel if r["error"] is not None]
+        signed = [r["error"] for r in sel if r["error"] is not None]
+        return {"rows": len(sel), "predicted": len(errs), "median_abs_error": _median(errs),
+                "median_error": _median(signed),
+                "within_25pct": (sum(e <= 0.25 for e in errs) / len(errs)) if errs else None}
+
+    by_metric = {GROUPS[m]: med([r for r in rows if r["metric"] == m]) for m in GROUPS}
+    by_source = {s: med([r for r in rows if r["source"] == s])
+                 for s in sorted({r["source"] for r in rows})}
+    return {"rows": rows, "by_metric": by_metric, "by_source": by_source, "all": med(rows)}
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.1%}"
+
+
+def _num(x: float | None, metric: str) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    if metric in LATENCIES:
+        return f"{x * 1e3:,.1f} ms"
+    return f"{x:,.0f}"
+
+
+def markdown(summary: dict[str, Any], skipped: list[Any], total: int) -> str:
+    rows = summary["rows"]
+    expressible = len(rows)
+    lines = ["# LLM fidelity: the rows of llm_calibration_measurements.csv", "",
+             "`python benchmarks/fidelity/llm.py --write`. Mapping and assumptions: "
+             "`accelsim/calibrate/llm_rows.py`. Error = predicted / measured - 1 "
+             "(throughput: negative is too slow; latency: negative is too fast).", "",
+             f"Expressible: {expressible} of {total} rows ({expressible / total:.0%}); "
+             f"predicted: {summary['all']['predicted']}.", "",
+             "| metric | rows | predicted | median abs error | median error | within 25% |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for name, m in summary["by_metric"].items():
+        lines.append(f"| {name} | {m['rows']} | {m['predicted']} | "
+                     f"{_pct(m['median_abs_error'])} | {_pct(m['median_error'])} | "
+                     + ("-" if m["within_25pct"] is None else f"{m['within_25pct']:.0%}")
+                     + " |")
+    lines += ["", "| source | rows | predicted | median abs error | median error |",
+              "| --- | --- | --- | --- | --- |"]
+    for name, m in summary["by_source"].items():
+        lines.append(f"| {name} | {m['rows']} | {m['predicted']} | "
+                     f"{_pct(m['median_abs_error'])} | {_pct(m['median_error'])} |")
+    lines += ["", "## Rows", "", "| id | model | hardware | knobs | measured | predicted | "
+              "error |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        k = r["knobs"]
+        knobs = ", ".join(f"{key}={k[key]}" for key in ("precision", "kv_precision", "tp",
+                                                         "pp", "devices", "nodes", "batch",
+                                                         "prompt_tokens", "output_tokens",
+                                                         "rate", "software") if key in k)
+        pred = (_num(r["predicted"], r["metric"]) if r["run_error"] is None
+                else f"error: {r['run_error']}")
+        lines.append(f"| {r['id']} | {r['model']} | {r['hardware']} | {knobs} | "
+                     f"{_num(r['measured'], r['metric'])} | {pred} | {_pct(r['error'])} |")
+    lines += ["", "## Rows not expressible", "", "| id | why |", "| --- | --- |"]
+    lines += [f"| {s.id} | {s.why} |" for s in skipped]
+    return "\n".join(lines) + "\n"
+
+
+# The stack modifiers fitted on the rows (issue 20 item 2): tensor-core and DRAM-bandwidth
+# modifiers of each stack, on a grid (a modifier times the class factor is capped at 1).
+FIT_GRID = {"tensorrt-llm": {"tensor_core": (1.0, 1.15, 1.3, 1.45, 1.6, 1.75),
+                             "dram_bandwidth": (0.9, 1.0, 1.1, 1.2, 1.3)},
+            "megatron": {"tensor_core": (1.0, 1.15, 1.3, 1.45, 1.6, 1.75),
+                         "dram_bandwidth": (1.0,)}}
+STACKS = ROOT / "hw_profiles" / "software"
+FIT_DIR = Path("/tmp/accelsim_llm_fit")
+
+
+def _stack_file(stack: str, tensor_core: float, dram: float) -> str:
+    """A copy of `stack`'s file with the two modifiers set, in FIT_DIR; its path."""
+    text = (STACKS / f"{stack}.toml").read_text()
+    text = re.sub(r"(?m)^tensor_core = .*$", f"tensor_core = {tensor_core}", text, count=1)
+    text = re.sub(r"(?m)^dram_bandwidth = .*$", f"dram_bandwidth = {dram}", text, count=1)
+    FIT_DIR.mkdir(parents=True, exist_ok=True)
+    path = FIT_DIR / f"{stack}-t{tensor_core}-d{dram}.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def _log_err(pred: float | None, meas: float) -> float | None:
+    return None if not pred or pred <= 0 else abs(math.log(pred / meas))
+
+
+def fit(cases: list[LlmCase], jobs: int) -> dict[str, Any]:
+    """Each stack's rows predicted on its grid; the in-sample best point and, per source
+    left out, the point fitted on the other sources with its error on the one left out."""
+    out: dict[str, Any] = {}
+    for stack, grid in FIT_GRID.items():
+        rows = [c for c in cases if c.knobs.get("software") == stack]
+        points = [(t, d) for t in grid["tensor_core"] for d in grid["dram_bandwidth"]]
+        runs = [replace(c, knobs=c.knobs | {"software": _stack_file(stack, t, d)})
+                for t, d in points for c in rows]
+        with ProcessPoolExecutor(jobs) as pool:
+            got = list(pool.map(predict, runs))
+        pred = {(p, c.id): got[i * len(rows) + j].get("predicted")
+                for i, p in enumerate(points) for j, c in enumerate(rows)}
+
+        def score(point: tuple[float, float], sel: list[LlmCase],
+                  pred: dict[Any, Any] = pred) -> float:
+            errs = [_log_err(pred[(point, c.id)], c.measured) for c in sel]
+            errs = [e for e in errs if e is not None]
+            return _median(errs) if errs else math.inf
+
+        best = min(points, key=lambda p: score(p, rows))
+        folds = {}
+        for source in sorted({c.source for c in rows}):
+            train = [c for c in rows if c.source != source]
+            held = [c for c in rows if c.source == source]
+            point = min(points, key=lambda p: score(p, train)) if train else (1.0, 1.0)
+            errs = [pred[(point, c.id)] / c.measured - 1 for c in held
+                    if pred[(point, c.id)]]
+            folds[source] = {"point": point, "fitted_on": len(train),
+                             "errors": {c.id: pred[(point, c.id)] / c.measured - 1
+                                        for c in held if pred[(point, c.id)]},
+                             "median_abs_error": _median([abs(e) for e in errs])}
+        out[stack] = {"rows": len(rows), "best": best,
+                      "in_sample": {c.id: pred[(best, c.id)] / c.measured - 1 for c in rows
+                                    if pred[(best, c.id)]},
+                      "grid": {f"{t},{d}": score((t, d), rows) for t, d in points},
+                      "folds": folds}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--only", default=None, help="run rows whose id starts with this")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--fit", action="store_true", help="fit the stacks' modifiers on a grid "
+                    "(results/llm_fit.json), with leave-one-source-out folds")
+    args = ap.parse_args()
+    cases, skipped = llm_cases(CSV)
+    total = len(cases) + len(skipped)
+    if args.only:
+        cases = [c for c in cases if c.id.startswith(args.only)]
+    t0 = time.perf_counter()
+    if args.fit:
+        result = fit(cases, args.jobs)
+        (ROOT / "benchmarks" / "results" / "llm_fit.json").write_text(
+            json.dumps(result, indent=1) + "\n")
+        for stack, r in result.items():
+            print(stack, r["rows"], "rows; best", r["best"],
+                  {s: (f["point"], f["median_abs_error"]) for s, f in r["folds"].items()})
+        print(f"{time.perf_counter() - t0:.0f} s")
+        return
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            got = {g["id"]: g for g in pool.map(predict, cases)}
+    else:
+        got = {}
+        for c in cases:
+            got[c.id] = predict(c)
+            g = got[c.id]
+            print(f"{c.id}: {g.get('predicted')} vs {c.measured} "
+                  f"({g.get('error', '')}) {g['seconds']:.1f} s", flush=True)
+    summary = summarise(cases, got)
+    text = markdown(summary, skipped, total)
+    print(text)
+    print(f"{time.perf_counter() - t0:.0f} s")
+    if args.write:
+        RESULTS.with_suffix(".md").write_text(text)
+        RESULTS.with_suffix(".json").write_text(json.dumps(
+            {"summary": {k: v for k, v in summary.items() if k != "rows"},
+             "rows": summary["rows"], "skipped": [s.__dict__ for s in skipped]},
+            indent=1, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()
