@@ -58,12 +58,13 @@ def storage_system_row(s: Any) -> dict[str, Any]:
 @cli.command(name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def list_cmd(as_json: bool) -> None:
-    """Built-in device profiles, systems, software stacks, storage systems, scenarios and zoo
-    models."""
+    """Built-in device profiles, systems, software stacks, storage systems, scenarios, zoo
+    models and decoder configs."""
     from accelsim.profiles.devices import list_profiles
     from accelsim.profiles.software import builtin_stacks
     from accelsim.profiles.storage_systems import available_storage_systems, load_storage_system
     from accelsim.profiles.systems import available_systems, load_system
+    from accelsim.workload.llm_configs import config_files
     from accelsim.workload.scenario import scenario_names
     from accelsim.workload.zoo import model_names
 
@@ -71,11 +72,13 @@ def list_cmd(as_json: bool) -> None:
     systems = [system_row(load_system(n)) for n in available_systems()]
     stacks = [stack_row(s) for s in builtin_stacks().values()]
     storage = [storage_system_row(load_storage_system(n)) for n in available_storage_systems()]
+    decoders = sorted(config_files())
     if as_json:
         echo_json({"profiles": profiles, "systems": systems, "software": stacks,
                    "storage_systems": storage,
                    "workloads": scenario_names() + model_names(),
-                   "scenarios": scenario_names(), "models": model_names()})
+                   "scenarios": scenario_names(), "models": model_names(),
+                   "decoders": decoders})
         return
     click.echo(pd.DataFrame(profiles).fillna("").to_string(index=False))
     click.echo("\n" + pd.DataFrame(systems).fillna("").to_string(index=False))
@@ -83,3 +86,5 @@ def list_cmd(as_json: bool) -> None:
     click.echo("\n" + pd.DataFrame(storage).to_string(index=False))
     click.echo(f"\nscenarios: {', '.join(scenario_names())}")
     click.echo(f"models: {', '.join(model_names())}")
+    click.echo(f"decoders (workloads/llm/*.json, token-level; or any config.json path): "
+               f"{', '.join(decoders)}")

@@ -26,12 +26,20 @@ LAYERS_LIVE = 2  # NB: hidden states alive at once: the residual stream and one 
 
 
 def shard_layer_params(plat: Platform) -> float:
-    """Parameters of one layer held by one TP rank."""
+    """Parameters of one layer held by one TP rank. NB: biases left out; a mixture of experts
+    with leading dense layers (DeepSeek-MoE) gives the mean over its layers."""
     cfg, shard = plat.cfg, plat.shard
     d, hd = cfg.d_model, cfg.head_dim
     attn = d * hd * (2 * shard.heads(cfg) + 2 * shard.kv_heads(cfg))
     ffn = shard.experts(cfg) * cfg.ffn_matrices * d * shard.d_ff(cfg)
-    return attn + ffn + cfg.router_params() + cfg.norm_params()
+    if cfg.n_shared_experts:
+        ffn += cfg.ffn_matrices * d * shard.shared_d_ff(cfg)
+    ffn += cfg.router_params()
+    if cfg.dense_layers:
+        width = cfg.d_ff if cfg.dense_d_ff is None else cfg.dense_d_ff
+        dense = cfg.ffn_matrices * d * max(width // plat.tp, 1)
+        ffn = (cfg.dense_layers * dense + cfg.moe_layers * ffn) / cfg.n_layers
+    return attn + ffn + cfg.norm_params()
 
 
 def shard_embedding_params(plat: Platform, lay: Layout) -> float:
@@ -39,8 +47,8 @@ def shard_embedding_params(plat: Platform, lay: Layout) -> float:
     with PP the first stage holds the embedding, the last the head: the first holds more)."""
     cfg = plat.cfg
     table = plat.shard.vocab(cfg) * cfg.d_model
-    head = 0 if cfg.arch == "gpt2" else table  # gpt2 ties the head to the embedding
-    positions = cfg.context * cfg.d_model if cfg.arch == "gpt2" else 0
+    head = 0 if cfg.tied_embeddings else table  # gpt2 ties the head to the embedding
+    positions = cfg.context * cfg.d_model if cfg.positions == "learned" else 0
     return table + positions + (head if lay.pp == 1 else 0)
 
 

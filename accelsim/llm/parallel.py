@@ -97,9 +97,12 @@ def layout(cfg: DecoderConfig, system: Any, tp: int, pp: int,
     for name, value in (("tp", tp), ("pp", pp)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise AccelsimError(f"knob '{name}' = {value!r}: a whole number >= 1")
-    if cfg.n_heads % tp or cfg.d_ff % tp:
+    dense_d_ff = cfg.d_ff if cfg.dense_d_ff is None else cfg.dense_d_ff
+    if cfg.n_heads % tp or cfg.d_ff % tp or dense_d_ff % tp:
         raise AccelsimError(f"knob 'tp' = {tp}: must divide {cfg.name}'s {cfg.n_heads} "
-                            f"attention heads and its FFN size {cfg.d_ff}")
+                            f"attention heads and its FFN size {cfg.d_ff}"
+                            + (f" and dense FFN size {dense_d_ff}" if dense_d_ff != cfg.d_ff
+                               else ""))
     if pp > cfg.n_layers:
         raise AccelsimError(f"knob 'pp' = {pp}: {cfg.name} has only {cfg.n_layers} layers")
     if tp * pp > system.device_count:

@@ -92,7 +92,7 @@ def _formats(precision: str, weights: str | None, profile: Any, notes: list[str]
 
 def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platform, Layout]:
     sc = cfg.scenario
-    if not is_decoder(sc.model):
+    if cfg.decoder is None and not is_decoder(sc.model):
         raise AccelsimError(f"LLM knobs ({', '.join(sorted(cfg.llm))}) apply to decoder models "
                             f"({', '.join(decoder_names())}), not '{sc.model}'")
     if sc.input and set(sc.input) != {"seq_len"}:
@@ -101,7 +101,8 @@ def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platfor
                             "(training: seq_len)")
     if getattr(cfg, "execute", False):
         raise AccelsimError("--execute does not apply to a token-level decoder run")
-    model = decoder(sc.model)
+    # a config file's decoder was read when the config was made (`make_config`)
+    model = cfg.decoder if cfg.decoder is not None else decoder(sc.model)
     system, profile = resolve_hardware(cfg.hardware)
     if cfg.dataflow:
         profile = with_dataflow(profile, cfg.dataflow)
@@ -122,10 +123,13 @@ def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platfor
 
 
 def routes_to_llm(cfg: Any) -> bool:
-    """Whether `run_simulation` hands `cfg` to `run_llm`: an LLM knob is set, or a decoder
-    is served (`--mode serve`: the token-level engine, not the request-level batcher)."""
+    """Whether `run_simulation` hands `cfg` to `run_llm`: an LLM knob is set, the model is a
+    decoder without a layer graph (a config file, or a decoder name the zoo has not: its
+    `decoder` is set), or a decoder is served (`--mode serve`: the token-level engine, not
+    the request-level batcher)."""
     mode = cfg.mode or cfg.scenario.mode
-    return bool(cfg.llm) or (mode == "serve" and is_decoder(cfg.scenario.model))
+    return (bool(cfg.llm) or cfg.decoder is not None
+            or (mode == "serve" and is_decoder(cfg.scenario.model)))
 
 
 def _scenario_prompt(cfg: Any, output: int, notes: list[str]) -> int:

@@ -74,6 +74,11 @@ class Shard:
         """FFN width of each expert this GPU holds (whole under expert parallelism)."""
         return cfg.d_ff if self.expert_parallel else max(cfg.d_ff // self.tp, 1)
 
+    def shared_d_ff(self, cfg: DecoderConfig) -> int:
+        """Width of the shared experts this GPU holds, together (NB: split over TP as a dense
+        FFN, expert parallelism or not)."""
+        return cfg.n_shared_experts * max(cfg.d_ff // self.tp, 1)
+
     def vocab(self, cfg: DecoderConfig) -> int:
         return -(-cfg.vocab // self.tp)
 
@@ -165,14 +170,16 @@ def linear_rows(r: Rows, name: str, tokens: float, n_out: int, k_in: int, fmt: F
 
 
 def norm_kinds(cfg: DecoderConfig) -> tuple[OpKind, ...]:
-    """A decoder's normalisation: RMSNorm (llama family) or LayerNorm (gpt2)."""
-    return (OpKind.RMSNORM,) if cfg.arch == "llama" else (OpKind.LAYERNORM,)
+    """A decoder's normalisation: RMSNorm (llama family) or LayerNorm (gpt2, GPT-J, ...)."""
+    return (OpKind.RMSNORM,) if cfg.norm == "rms" else (OpKind.LAYERNORM,)
 
 
 def act_kinds(cfg: DecoderConfig) -> tuple[OpKind, ...]:
-    """A decoder's FFN activation: SwiGLU's SiLU times the up projection (llama family), or
-    tanh-GELU (gpt2)."""
-    return (OpKind.SILU, OpKind.MUL) if cfg.arch == "llama" else (OpKind.GELU,)
+    """A decoder's FFN activation: SwiGLU's SiLU times the up projection (llama family),
+    squared ReLU (ReLU, then the product with itself: Nemotron) or tanh-GELU (gpt2)."""
+    if cfg.mlp == "swiglu":
+        return (OpKind.SILU, OpKind.MUL)
+    return (OpKind.RELU, OpKind.MUL) if cfg.mlp == "relu2" else (OpKind.GELU,)
 
 
 def elementwise_rows(r: Rows, name: str, kinds: tuple[OpKind, ...], elems: float, inputs: int,
@@ -204,18 +211,23 @@ def layer_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Forma
                fused_attention: bool | None) -> None:
     """Rows of one decoder layer's shard, starting at the QKV projection and ending with the
     next layer's input norm (so a fusing engine joins each norm to the add before it).
-    `fused_attention` None leaves attention out (`attention_rows` costs it apart)."""
+    `fused_attention` None leaves attention out (`attention_rows` costs it apart). With
+    `parallel_attention` the FFN reads the layer input too (normed by its own norm where the
+    layout has two) and one add joins both branches to the residual. NB: the leading dense
+    layers of a mixture of experts (DeepSeek-MoE) are costed as its expert layers."""
     t, d, hd = step.tokens, cfg.d_model, cfg.head_dim
     heads, kv_heads, d_ff = shard.heads(cfg), shard.kv_heads(cfg), shard.d_ff(cfg)
-    bias = cfg.has_bias
-    linear_rows(r, "qkv_proj", t, (heads + 2 * kv_heads) * hd, d, fmt, bias)
-    if cfg.arch == "llama":
-        elementwise_rows(r, "rope", (OpKind.ROPE,), t * (heads + kv_heads) * hd, 1, fmt)
+    linear_rows(r, "qkv_proj", t, (heads + 2 * kv_heads) * hd, d, fmt, cfg.qkv_bias)
+    if cfg.rope_dims:
+        elementwise_rows(r, "rope", (OpKind.ROPE,), t * (heads + kv_heads) * cfg.rope_dims, 1,
+                         fmt)
     if fused_attention is not None:
         attention_rows(r, cfg, shard, step, fmt, fused_attention)
-    linear_rows(r, "o_proj", t, d, heads * hd, fmt, bias)
-    elementwise_rows(r, "attn_add", (OpKind.ADD,), t * d, 2, fmt)
-    elementwise_rows(r, "mlp_norm", norm_kinds(cfg), t * d, 1, fmt, d, feeds_gemm=True)
+    linear_rows(r, "o_proj", t, d, heads * hd, fmt, cfg.out_bias)
+    if not cfg.parallel_attention:
+        elementwise_rows(r, "attn_add", (OpKind.ADD,), t * d, 2, fmt)
+    if cfg.norms_per_layer == 2:
+        elementwise_rows(r, "mlp_norm", norm_kinds(cfg), t * d, 1, fmt, d, feeds_gemm=True)
     local = shard.experts(cfg)
     touched = experts_touched(cfg, t, local)
     # token-expert pairs this GPU computes (all of them unless its experts are a share)
@@ -223,15 +235,26 @@ def layer_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Forma
     per_expert = routed / touched if cfg.is_moe else None
     if cfg.is_moe:
         linear_rows(r, "router", t, cfg.n_experts, d, fmt, False, high_precision=True)
-    up = 2 * d_ff if cfg.arch == "llama" else d_ff
-    linear_rows(r, "gate_up_proj" if cfg.arch == "llama" else "fc1", t, up, d, fmt, bias, touched,
-            per_expert)
-    elementwise_rows(r, "act", act_kinds(cfg), routed * d_ff, 2 if cfg.arch == "llama" else 1,
-                     fmt, feeds_gemm=True)
-    linear_rows(r, "down_proj" if cfg.arch == "llama" else "fc2", t, d, d_ff, fmt, bias, touched,
-            per_expert)
-    elementwise_rows(r, "mlp_add", (OpKind.ADD,), t * d, 2, fmt)
+    ffn_rows(r, cfg, "", t, d_ff, fmt, touched, per_expert, routed)
+    if cfg.n_shared_experts:
+        ffn_rows(r, cfg, "shared_", t, shard.shared_d_ff(cfg), fmt, 1.0, None, t)
+    elementwise_rows(r, "mlp_add", (OpKind.ADD,), t * d, 3 if cfg.parallel_attention else 2,
+                     fmt)
     elementwise_rows(r, "next_norm", norm_kinds(cfg), t * d, 1, fmt, d, feeds_gemm=True)
+
+
+def ffn_rows(r: Rows, cfg: DecoderConfig, prefix: str, tokens: float, d_ff: int, fmt: Formats,
+             experts: float, expert_tokens: float | None, act_tokens: float) -> None:
+    """An FFN of width `d_ff` (or `experts` of them, each on `expert_tokens` rows): the up (and
+    gate) projection, the activation over `act_tokens` rows, the down projection."""
+    gated = cfg.gated
+    linear_rows(r, prefix + ("gate_up_proj" if gated else "fc1"), tokens,
+                2 * d_ff if gated else d_ff, cfg.d_model, fmt, cfg.mlp_bias, experts,
+                expert_tokens)
+    elementwise_rows(r, prefix + "act", act_kinds(cfg), act_tokens * d_ff, 2 if gated else 1,
+                     fmt, feeds_gemm=True)
+    linear_rows(r, prefix + ("down_proj" if gated else "fc2"), tokens, cfg.d_model, d_ff, fmt,
+                cfg.mlp_bias, experts, expert_tokens)
 
 
 def attention_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Formats,
@@ -264,9 +287,9 @@ def attention_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: F
 
 
 def embed_rows(r: Rows, cfg: DecoderConfig, step: Step, fmt: Formats) -> None:
-    """Token (and gpt2 position) embedding gather, then the first layer's input norm."""
+    """Token (and learned position) embedding gather, then the first layer's input norm."""
     d = cfg.d_model
-    gathers = 2 if cfg.arch == "gpt2" else 1
+    gathers = 2 if cfg.positions == "learned" else 1
     r.add("embed", OpKind.EMBEDDING, (gathers - 1) * step.tokens * d,
           step.tokens * (1 + gathers * d * fmt.head_weights / fmt.act_bytes) * fmt.act_bytes,
           step.tokens * d * fmt.act_bytes)
@@ -277,5 +300,5 @@ def embed_rows(r: Rows, cfg: DecoderConfig, step: Step, fmt: Formats) -> None:
 def head_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: Formats) -> None:
     """The LM head (vocabulary split over the TP group) on each sequence's last token.
     NB: the final norm is the last layer's `next_norm`; sampling is not costed."""
-    linear_rows(r, "lm_head", step.seqs, shard.vocab(cfg), cfg.d_model, fmt, False,
+    linear_rows(r, "lm_head", step.seqs, shard.vocab(cfg), cfg.d_model, fmt, cfg.lm_head_bias,
                 high_precision=True)

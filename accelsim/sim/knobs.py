@@ -33,6 +33,7 @@ from accelsim.physical import (
 from accelsim.sim.spec import DEFAULT_MAX_EVENTS, SimulationConfig
 from accelsim.sim.straggler import MAX_SPREAD
 from accelsim.workload.scenario import Scenario, resolve_workload
+from accelsim.workload.sources import is_decoder_only, model_decoder
 from accelsim.workload.sources import model_knob_defaults as model_knobs
 
 ALL_MODES = ("infer", "train", "serve")
@@ -48,7 +49,7 @@ class Knob:
     """One user-facing knob: where its value goes, its type, the modes it applies to."""
 
     name: str
-    target: str  # "scenario" | "config" | "train" | "serve"
+    target: str  # "scenario" | "config" | "train" | "serve" | "llm" | "model"
     field: str  # the attribute or dict key in the target
     kind: type
     modes: tuple[str, ...]
@@ -136,6 +137,9 @@ _KNOBS = (
     Knob("requests", "serve", "requests", int, SERVE, "requests to serve", low=1,
          high=MAX_REQUESTS),
     # Decoder models at the token level (accelsim.llm): any of these selects that path.
+    Knob("model_config", "model", "model", str, ALL_LLM,
+         "decoder models: a Hugging Face config.json to run as the workload's model (read "
+         "when the run is set up; the run carries its shapes)"),
     Knob("prompt_tokens", "llm", "prompt_tokens", int, LLM,
          "decoder models: prompt tokens per request (serve: the mean)", low=1, high=MAX_INPUT),
     Knob("output_tokens", "llm", "output_tokens", int, LLM,
@@ -241,7 +245,14 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
     inputs: dict[str, Any] = {}
     config: dict[str, Any] = {}
     parts: dict[str, dict[str, Any]] = {"train": {}, "serve": {}, "llm": {}}
-    model_inputs = model_knobs(sc.model)
+    model_file = given.get("model_config")
+    if model_file is not None:
+        model_file = _convert("model_config", str, model_file)
+        if not is_decoder_only(model_file):
+            raise AccelsimError(f"knob 'model_config' = {model_file!r}: a decoder config file "
+                                "(.json), or the name of one in workloads/llm/")
+        scenario["model"] = model_file
+    model_inputs = model_knobs(scenario.get("model", sc.model))
     for name, value in given.items():
         if name in model_inputs and name not in KNOBS:
             inputs[name] = _in_range(name, _convert(name, int, value), 1, input_ceiling(name))
@@ -258,6 +269,8 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
                                 f"only, and this run is mode {mode}: drop it or set the mode")
         if knob.scale != 1.0:
             value = value * knob.scale
+        if knob.target == "model":
+            continue  # (set above: the inputs it takes depend on it)
         if knob.target == "scenario":
             scenario[knob.field] = value
         elif knob.target == "config":
@@ -267,5 +280,6 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
     scenario_mode = mode if mode in ("infer", "train") else None
     sc = sc.with_overrides(mode=scenario_mode, input=inputs, **scenario)
     config.pop("mode", None)
+    # a decoder without a layer graph is read now, so that the run reads no model file
     return SimulationConfig(sc, hardware, mode=mode, train=parts["train"], serve=parts["serve"],
-                            llm=parts["llm"], **config)
+                            llm=parts["llm"], decoder=model_decoder(sc.model), **config)

@@ -7,7 +7,7 @@ them (`accelsim.run`) import these types from here, downward.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -15,6 +15,9 @@ from accelsim.errors import AccelsimError
 from accelsim.profiles.software import DEFAULT
 from accelsim.results.headline import Headline
 from accelsim.workload.scenario import Scenario
+
+if TYPE_CHECKING:
+    from accelsim.workload.decoder import DecoderConfig
 
 MODES = ("infer", "train", "serve")
 DEFAULT_MAX_EVENTS = 2_000_000  # the most events a run may schedule unless told
@@ -28,7 +31,9 @@ class SimulationConfig:
     `accelsim.sim.serve.ServeConfig` fields (rate_per_s, concurrency, think_time_s, max_batch,
     max_wait_s, requests); those classes validate them. Unset: the scenario's or the system's
     value. `devices` and `seed` apply to train and serve; knobs of another mode are an error.
-    `accelsim.sim.knobs.make_config` builds one from flat knob names."""
+    `decoder` holds the shapes of a decoder without a layer graph (a config file, or a
+    decoder name the zoo has not), read when the config is made, so that a run reads no model
+    file. `accelsim.sim.knobs.make_config` builds one from flat knob names."""
 
     scenario: Scenario
     hardware: str  # a system or device profile name, or a .toml path
@@ -44,6 +49,7 @@ class SimulationConfig:
     execute: bool = False  # infer: run the kernels, feed their error and sparsity in (execution)
     prune_2_4: bool = False  # with execute: the device runs conv/linear weights pruned to 2:4
     tf32: bool | None = None  # fp32 GEMMs as TF32 on tensor cores (None: the stack's default)
+    decoder: DecoderConfig | None = None  # the token-level model (None: a zoo name's)
 
 
 @dataclass

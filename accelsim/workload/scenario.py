@@ -33,7 +33,9 @@ from accelsim.physical import MAX_BATCH, MAX_THREADS, input_ceiling
 from accelsim.schema import Field, count, flag, parse_fields, text
 from accelsim.tomlfiles import read_toml
 from accelsim.workload.graph import Graph
+from accelsim.workload.llm_configs import decoder_names, is_config_path, is_decoder
 from accelsim.workload.sources import (
+    is_decoder_only,
     is_model_file,
     known_model,
     model_graph,
@@ -113,7 +115,8 @@ def _validated(s: Scenario, src: str) -> Scenario:
     """Cross-field checks of values (the types are already right)."""
     if not known_model(s.model):
         raise ConfigError(src, "model", s.model, f"not a zoo model ({', '.join(model_names())}) "
-                          "nor a model file (.onnx, .csv)")
+                          "nor a model file (.onnx, .csv) nor a decoder (a config .json, or "
+                          f"{', '.join(n for n in decoder_names() if n not in model_names())})")
     if s.mode not in MODES:
         raise ConfigError(src, "mode", s.mode, f"expected one of {MODES}")
     if s.optimizer not in OPTIMIZERS:
@@ -140,6 +143,8 @@ def _validated(s: Scenario, src: str) -> Scenario:
     if p.prefetch_batches < 0:
         raise ConfigError(src, "pipeline.prefetch_batches", p.prefetch_batches,
                           "must be 0 or more")
+    if is_decoder_only(s.model):  # no graph: its shapes were read by model_knob_defaults
+        return s
     try:
         s.graph()
     except AccelsimError as err:
@@ -166,17 +171,17 @@ def scenario_names() -> list[str]:
 
 
 def resolve_workload(spec: str) -> Scenario:
-    """A workload argument: a path to a scenario file, a built-in scenario, a zoo model or a
-    model file (.onnx, .csv topology); a model becomes a default inference scenario at batch
-    1, fp32."""
-    if is_model_file(spec):
+    """A workload argument: a path to a scenario file, a built-in scenario, a zoo model, a
+    model file (.onnx, .csv topology), a decoder config (.json) or a decoder's name; a model
+    becomes a default inference scenario at batch 1, fp32."""
+    if is_model_file(spec) or is_config_path(spec):
         return _validated(Scenario(name=Path(spec).stem, model=spec), spec)
     if spec.endswith(".toml") or _is_file(spec):
         return load_scenario_file(spec)
     builtin = builtin_files("workloads", "*.toml")
     if spec in builtin:
         return load_scenario_file(builtin[spec])
-    if spec in model_names():
+    if spec in model_names() or is_decoder(spec):
         return _validated(Scenario(name=spec, model=spec), spec)
-    raise UnknownNameError("workload (zoo model, scenario or .toml file)", spec,
-                           model_names() + list(builtin))
+    raise UnknownNameError("workload (zoo model, decoder, scenario or .toml file)", spec,
+                           sorted(set(model_names()) | set(decoder_names())) + list(builtin))

@@ -4,6 +4,11 @@ suffix), one interface for both, so scenarios, knobs and the CLI need not care.
     model_graph("resnet50", image_size=128)      # a zoo model
     model_graph("net.onnx", batch=1)             # accelsim.workload.importers.onnx
     model_knob_defaults("net.onnx")              # the importer's knobs
+    model_decoder("llama-3.1-8b.json")           # a decoder config: shapes, no graph
+
+A decoder without a layer graph (a Hugging Face config file, `.json`, or a decoder name the
+zoo has not, `accelsim.llm.models`) is a model too: it runs on the token-level LLM path, takes
+the one input knob `seq_len` (default: its context) and has no graph.
 
 An importer is a module in `IMPORTERS` with `KNOBS: dict[str, int]` (its input knobs and their
 defaults) and `read_graph(path: Path, **knobs) -> Graph` (a per-sample graph; a symbolic batch
@@ -25,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from accelsim.errors import AccelsimError
+from accelsim.workload.decoder import DecoderConfig
 from accelsim.workload.graph import Graph
+from accelsim.workload.llm_configs import is_config_path, is_decoder, resolve_decoder
 from accelsim.workload.zoo import build_model, model_knobs, model_names
 
 # Model-file suffix -> importer module (optional extras: say how to install them).
@@ -38,6 +45,18 @@ IMPORTERS: dict[str, tuple[str, str]] = {
 def is_model_file(model: str) -> bool:
     """True when `model` names a file an importer reads (by suffix), not a zoo model."""
     return Path(model).suffix.lower() in IMPORTERS
+
+
+def is_decoder_only(model: str) -> bool:
+    """True when `model` is a decoder without a layer graph: a config file (.json) or a
+    decoder name the zoo has not."""
+    return is_config_path(model) or (model not in model_names() and is_decoder(model))
+
+
+def model_decoder(model: str) -> DecoderConfig | None:
+    """The decoder of a decoder-only model (its file read now; a bad file is one ConfigError
+    naming it), else None."""
+    return resolve_decoder(model) if is_decoder_only(model) else None
 
 
 def _importer(model: str) -> ModuleType:
@@ -54,16 +73,22 @@ def model_knob_defaults(model: str) -> dict[str, Any]:
     """The input knobs `model` takes and their defaults."""
     if is_model_file(model):
         return dict(_importer(model).KNOBS)
+    if is_decoder_only(model):
+        return {"seq_len": resolve_decoder(model).context}
     return model_knobs(model)
 
 
 def known_model(model: str) -> bool:
-    """A zoo model's name, or a path with an importer's suffix (the file is read later)."""
-    return is_model_file(model) or model in model_names()
+    """A zoo model's name, a decoder's, or a path with an importer's or a decoder config's
+    suffix (the file is read later)."""
+    return is_model_file(model) or model in model_names() or is_decoder_only(model)
 
 
 def model_graph(model: str, **knobs: Any) -> Graph:
     """The per-sample graph of a zoo model or a model file, with input `knobs`."""
+    if is_decoder_only(model):
+        raise AccelsimError(f"'{model}' is a decoder config without a layer graph: it runs "
+                            "token by token (simulate, compare, sweep, report), not as a graph")
     if not is_model_file(model):
         return build_model(model, **knobs)
     path = Path(model)
