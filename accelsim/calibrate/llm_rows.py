@@ -43,15 +43,16 @@ MODELS = (
     ("Mixtral-8x7B", "mixtral-8x7b"), ("Llama-2-70B", "llama-2-70b"),
     ("Llama-2-13B", "llama-2-13b"), ("Llama-2-7B", "llama-2-7b"),
     ("Llama-3-8B", "llama-3-8b"), ("Llama-3-70B", "llama-3-70b"), ("GPT-J-6B", "gpt-j-6b"),
-    ("GPT3-5B", "gpt3-5b"), ("GPT3-20B", "gpt3-20b"), ("GPT3-175B", "gpt3-175b"),
-    ("GPT-175B", "gpt3-175b"), ("GPT-89B", "gpt-89b"), ("GPT-20B", "gpt-20b"),
-    ("GPT-6.7B", "gpt-6.7b"), ("GPT-1.3B", "gpt-1.3b"), ("Megatron-530B", "megatron-530b"),
+    ("GPT3-5B", "nemo-gpt3-5b"), ("GPT3-20B", "nemo-gpt3-20b"), ("GPT3-175B", "gpt3-175b"),
+    ("GPT-175B", "ft-gpt-175b"), ("GPT-89B", "ft-gpt-89b"), ("GPT-20B", "ft-gpt-20b"),
+    ("GPT-6.7B", "ft-gpt-6.7b"), ("GPT-1.3B", "ft-gpt-1.3b"),
+    ("Megatron-530B", "ft-megatron-530b"),
     ("Nemotron-340B", "nemotron-4-340b"),
 )
 # GPU text -> (profile, its 8-GPU system or None)
 GPUS = (
     ("GH200", None, None), ("H200", "h200", "hgx-h200"), ("H100 NVL", None, None),
-    ("H100", "h100", "dgx-h100"), ("A100", "a100", "dgx-a100"), ("L40S", "l40s", None),
+    ("H100", "h100", "dgx-h100"), ("A100", "a100", "dgx-a100"), ("L40S", "l40s", "l40s-server"),
     ("B200", "b200", None), ("MI300X", "mi300x", None),
 )
 GPUS_PER_NODE = 8
@@ -79,6 +80,9 @@ MLPERF_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
 }
 HUGE_RATE_PER_S = 1e6  # "requests issued at infinite rate": all arrive in the first second
 MAX_REQUESTS = 3000  # NB: requests simulated per max-load row (the steady state is reached)
+# NB: a Server row's requests: enough that the ramp up and the drain at the end (about one
+# request latency each) are a few percent of the run, as in MLPerf's 10-minute runs
+SERVER_REQUESTS = 20000
 
 
 def _round_up(x: float, step: int) -> int:
@@ -238,6 +242,7 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
     if gpus > 1 and engines == 1:
         knobs["devices"] = gpus
     if "latency for the batch" in metric_text:
+        knobs.pop("devices", None)  # one batch on the TP group (infer takes no device count)
         knobs["batch"] = int(row["batch_global"])
         return LlmCase(rid, source, model, hardware, knobs, "e2e_latency_s", value / 1e3,
                        gpus, tuple(notes))
@@ -271,7 +276,7 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
         MLPERF_SETTINGS.get((model, profile), {}).get("qps"))
     if rate is None:
         return no("Server scenario with no target QPS in the row or the submission settings")
-    knobs.update(rate=rate / engines, requests=MAX_REQUESTS)
+    knobs.update(rate=rate / engines, requests=max(SERVER_REQUESTS // engines, MAX_REQUESTS))
     if "first-token" in metric_text:
         return LlmCase(rid, source, model, hardware, knobs, "ttft_mean_s", value / 1e9, gpus,
                        tuple(notes), engines)

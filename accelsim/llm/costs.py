@@ -10,6 +10,12 @@ Weight-only quantisation (fp8, int8, int4 weights under fp16/bf16 activations, a
 TensorRT-LLM's weight-only GEMMs run): weights are read at their width plus group scales, and
 the dequantisation runs inside the GEMM kernel on the vector units (CUDA cores): its FLOPs are
 added to the matmul row's compute time, where the roofline weighs them against memory.
+
+W8A8 (`Platform.matmul` "fp8": TensorRT-LLM's, vLLM's and NeMo's FP8 recipe on Hopper, Ada and
+CDNA3): the layers' weight GEMMs run on the matrix units' fp8 mode, fp8 weights, fp8 inputs
+quantised by the kernel before each GEMM (`work.QUANT_FLOPS_PER_ELEMENT`), 16-bit outputs; the
+LM head, a MoE router and attention stay at the compute format (`UNQUANTISED_GEMMS`). The
+table is costed twice, at the compute and at the GEMM format, and each row takes its own.
 """
 
 from __future__ import annotations

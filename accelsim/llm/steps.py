@@ -28,6 +28,7 @@ from accelsim.llm.work import SKINNY_ROW_MULTIPLE, Step
 ALLREDUCES_PER_LAYER = 2  # after attention and after the FFN (Megatron-LM)
 CONTEXT_GRID_POINTS = 33  # NB: decode attention is interpolated linearly between these
 EXACT_BATCH = 512  # decode steps of up to this many sequences are costed at their own size
+ATTENTION_BATCH_STRIDE = 3  # decode attention: every third node of the sequence-count grid
 
 
 @dataclass(frozen=True)
@@ -137,8 +138,10 @@ class DecodeTable:
     """Decode-step time and energy of b sequences holding C tokens, for any b <= max_batch and
     C <= max_context_tokens: the layers without attention costed at every microbatch size up
     to `EXACT_BATCH`, then where their GEMMs' padded size changes (`_token_grid`); attention on
-    a grid of context sizes (it depends on the tokens it reads, not on how they are split into
-    sequences: NB the query reads, ~1/context of its traffic, are taken at one sequence)."""
+    a grid of (sequences, tokens per sequence), interpolated linearly in each: a step's keys
+    split into many short sequences do not cost what one long sequence of as many keys does
+    (its GEMM operands outgrow the L2). NB: sequences of one step are taken at their mean
+    length."""
 
     def __init__(self, model: StepModel, max_batch: int, max_context_tokens: float) -> None:
         self.model = model
@@ -150,10 +153,16 @@ class DecodeTable:
         parts = model._parts([decode_step(int(b), float(b)) for b in self.batches], "linear")
         top = max(float(max_context_tokens), 2.0)
         self.grid = np.unique(np.geomspace(1.0, top, CONTEXT_GRID_POINTS))  # >= 1 key each
-        att = shape_costs(model.plat, [decode_step(1, c) for c in self.grid], "attention")
+        self.att_seqs = _grid(max_batch)[::ATTENTION_BATCH_STRIDE]
+        if self.att_seqs[-1] < max_batch:
+            self.att_seqs = np.append(self.att_seqs, float(max_batch))
+        att = shape_costs(model.plat, [decode_step(int(b), b * c) for b in self.att_seqs
+                                       for c in self.grid], "attention")
         lin, embed, head = parts["linear"], parts["embed"], parts["head"]
-        self.att = {"s": att.time_s, "j": att.energy_j, "flops": att.matmul_flops,
-                    "dram": att.dram_bytes}
+        shape = (len(self.att_seqs), len(self.grid))
+        self.att = {key: values.reshape(shape) for key, values in (
+            ("s", att.time_s), ("j", att.energy_j), ("flops", att.matmul_flops),
+            ("dram", att.dram_bytes))}
         self.lin = {"s": lin.time_s, "j": lin.energy_j, "flops": lin.matmul_flops,
                     "dram": lin.dram_bytes}
         self.ends = {"embed_s": embed.time_s, "head_s": head.time_s,
@@ -162,6 +171,19 @@ class DecodeTable:
         comm = np.array([model._comm_s(float(b)) for b in self.batches])
         self.comm = {"ar": comm[:, 0], "p2p": comm[:, 1]}
         self.layers = model.lay.layers_per_stage
+
+    def attention(self, key: str, seqs: float, context_tokens: float) -> float:
+        """Attention of one layer shard ("s", "j", "flops", "dram") for `seqs` sequences
+        holding `context_tokens` in all: bilinear in (sequences, tokens per sequence)."""
+        nodes = self.att_seqs
+        per_seq = context_tokens / max(seqs, 1.0)
+        i = int(np.clip(np.searchsorted(nodes, seqs), 1, len(nodes) - 1))
+        lo = float(np.interp(per_seq, self.grid, self.att[key][i - 1]))
+        if len(nodes) == 1 or seqs <= nodes[0]:
+            return lo * max(seqs, 1.0) / nodes[0] if seqs > nodes[0] else lo
+        hi = float(np.interp(per_seq, self.grid, self.att[key][i]))
+        w = (min(seqs, nodes[i]) - nodes[i - 1]) / (nodes[i] - nodes[i - 1])
+        return lo + w * (hi - lo)
 
     def _micro(self, seqs: int) -> tuple[int, float]:
         """(microbatches, the batch node a microbatch of the step is costed at)."""
@@ -175,8 +197,8 @@ class DecodeTable:
     def step_s(self, seqs: int, context_tokens: float) -> float:
         """Seconds of one decode step (one token for each of `seqs` sequences)."""
         m, b = self._micro(seqs)
-        layer_s = self._at(self.lin["s"], b) + float(
-            np.interp(context_tokens / m, self.grid, self.att["s"]))
+        layer_s = self._at(self.lin["s"], b) + self.attention("s", seqs / m,
+                                                              context_tokens / m)
         stage_s = self.model._stage_s(
             layer_s, self._at(self.ends["embed_s"], b),
             self._at(self.ends["head_s"], b), b,
@@ -187,7 +209,7 @@ class DecodeTable:
         """Joules ("j"), model FLOPs ("flops": every GPU) or DRAM bytes ("dram": one GPU of
         the largest stage) of one decode step."""
         m, b = self._micro(seqs)
-        att = float(np.interp(context_tokens / m, self.grid, self.att[key]))
+        att = self.attention(key, seqs / m, context_tokens / m)
         layer = self._at(self.lin[key], b) + att
         if key == "dram":
             return m * (self.layers * layer + self._at(self.ends[key], b))
@@ -265,7 +287,7 @@ class PrefillTable:
         layer = (float(np.interp(t, self.tokens, part["lin"]))
                  + float(np.interp(pairs / m, self.pairs, part["att"])))
         if decoding and dec is not None:
-            layer += float(np.interp(held / m, dec.grid, dec.att[kind]))
+            layer += dec.attention(kind, decoding / m, held / m)
         embed = float(np.interp(t, self.tokens, part["embed"]))
         head = float(np.interp((seqs + decoding) / m, self.seqs, part["head"]))
         if kind == "j":

@@ -34,6 +34,8 @@ ZOO_FILES: dict[str, tuple[str, str]] = {
                      "(num_local_experts 8, num_experts_per_tok 2)"),
 }
 # file stem -> where its values come from (the rest: workloads/llm/README.md)
+_FT = ("github.com/NVIDIA/FasterTransformer docs/gpt_guide.md @df4a7534 (Performance: "
+       "layers, head_num x size_per_head, vocab_size 51200; inter_size 4 x hidden)")
 CONFIG_SOURCES: dict[str, str] = {
     "gpt2": f"{_HF}openai-community/gpt2{_CONFIG}",
     "llama-2-7b": f"{_HF}meta-llama/Llama-2-7b-hf{_CONFIG}",
@@ -58,6 +60,8 @@ CONFIG_SOURCES: dict[str, str] = {
                     "gpt3/5b.yaml",
     "nemo-gpt3-20b": "github.com/NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/"
                      "training/gpt3/20b.yaml",
+    **{f"ft-{m}": _FT for m in ("gpt-1.3b", "gpt-6.7b", "gpt-20b", "gpt-89b", "gpt-175b",
+                                "megatron-530b")},
 }
 
 def config_files() -> dict[str, Path]:

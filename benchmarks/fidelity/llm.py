@@ -18,6 +18,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -139,23 +140,27 @@ def markdown(summary: dict[str, Any], skipped: list[Any], total: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-# The stack modifiers fitted on the rows (issue 20 item 2): tensor-core and DRAM-bandwidth
-# modifiers of each stack, on a grid (a modifier times the class factor is capped at 1).
-FIT_GRID = {"tensorrt-llm": {"tensor_core": (1.0, 1.15, 1.3, 1.45, 1.6, 1.75),
-                             "dram_bandwidth": (0.9, 1.0, 1.1, 1.2, 1.3)},
-            "megatron": {"tensor_core": (1.0, 1.15, 1.3, 1.45, 1.6, 1.75),
-                         "dram_bandwidth": (1.0,)}}
+# What is fitted on the rows (issue 20 item 2), per stack, on a grid: the tensor-core and
+# DRAM-bandwidth modifiers (each times the GPU class factor, the product capped at 1) and the
+# host time per kernel on the GPU (the engines run without CUDA graphs).
+FIT_GRID = {"tensorrt-llm": {"tensor_core": (1.0, 1.1, 1.2, 1.3),
+                             "dram_bandwidth": (1.0, 1.15, 1.3),
+                             "per_kernel_us": (1.0, 4.0, 8.0)},
+            "megatron": {"tensor_core": (0.9, 1.0, 1.1, 1.2)}}
 STACKS = ROOT / "hw_profiles" / "software"
 FIT_DIR = Path("/tmp/accelsim_llm_fit")
+_KEYS = {"tensor_core": r"(?m)^tensor_core = .*$", "dram_bandwidth": r"(?m)^dram_bandwidth = .*$",
+         "per_kernel_us": r"(?m)^gpu = .*$"}
 
 
-def _stack_file(stack: str, tensor_core: float, dram: float) -> str:
-    """A copy of `stack`'s file with the two modifiers set, in FIT_DIR; its path."""
+def _stack_file(stack: str, point: dict[str, float]) -> str:
+    """A copy of `stack`'s file with the grid point's figures set, in FIT_DIR; its path."""
     text = (STACKS / f"{stack}.toml").read_text()
-    text = re.sub(r"(?m)^tensor_core = .*$", f"tensor_core = {tensor_core}", text, count=1)
-    text = re.sub(r"(?m)^dram_bandwidth = .*$", f"dram_bandwidth = {dram}", text, count=1)
+    for key, value in point.items():
+        name = "gpu" if key == "per_kernel_us" else key
+        text = re.sub(_KEYS[key], f"{name} = {value}", text, count=1)
     FIT_DIR.mkdir(parents=True, exist_ok=True)
-    path = FIT_DIR / f"{stack}-t{tensor_core}-d{dram}.toml"
+    path = FIT_DIR / (stack + "".join(f"-{k}{v}" for k, v in point.items()) + ".toml")
     path.write_text(text)
     return str(path)
 
@@ -165,41 +170,47 @@ def _log_err(pred: float | None, meas: float) -> float | None:
 
 
 def fit(cases: list[LlmCase], jobs: int) -> dict[str, Any]:
-    """Each stack's rows predicted on its grid; the in-sample best point and, per source
-    left out, the point fitted on the other sources with its error on the one left out."""
+    """Each stack's rows predicted at every grid point; the in-sample best point (least
+    median |log error|) and, per source left out, the point fitted on the other sources with
+    its errors on the one left out."""
     out: dict[str, Any] = {}
     for stack, grid in FIT_GRID.items():
         rows = [c for c in cases if c.knobs.get("software") == stack]
-        points = [(t, d) for t in grid["tensor_core"] for d in grid["dram_bandwidth"]]
-        runs = [replace(c, knobs=c.knobs | {"software": _stack_file(stack, t, d)})
-                for t, d in points for c in rows]
+        keys = list(grid)
+        points = [dict(zip(keys, values, strict=True)) for values in product(*grid.values())]
+        runs = [replace(c, knobs=c.knobs | {"software": _stack_file(stack, p)})
+                for p in points for c in rows]
         with ProcessPoolExecutor(jobs) as pool:
-            got = list(pool.map(predict, runs))
-        pred = {(p, c.id): got[i * len(rows) + j].get("predicted")
-                for i, p in enumerate(points) for j, c in enumerate(rows)}
+            got = list(pool.map(predict, runs, chunksize=4))
+        pred = [{c.id: got[i * len(rows) + j].get("predicted") for j, c in enumerate(rows)}
+                for i in range(len(points))]
 
-        def score(point: tuple[float, float], sel: list[LlmCase],
-                  pred: dict[Any, Any] = pred) -> float:
-            errs = [_log_err(pred[(point, c.id)], c.measured) for c in sel]
+        def score(i: int, sel: list[LlmCase], pred: list[dict[str, Any]] = pred) -> float:
+            errs = [_log_err(pred[i][c.id], c.measured) for c in sel]
             errs = [e for e in errs if e is not None]
             return _median(errs) if errs else math.inf
 
-        best = min(points, key=lambda p: score(p, rows))
+        def errors(i: int, sel: list[LlmCase], pred: list[dict[str, Any]] = pred
+                   ) -> dict[str, float]:
+            return {c.id: pred[i][c.id] / c.measured - 1 for c in sel if pred[i][c.id]}
+
+        best = min(range(len(points)), key=lambda i: score(i, rows))
         folds = {}
         for source in sorted({c.source for c in rows}):
             train = [c for c in rows if c.source != source]
             held = [c for c in rows if c.source == source]
-            point = min(points, key=lambda p: score(p, train)) if train else (1.0, 1.0)
-            errs = [pred[(point, c.id)] / c.measured - 1 for c in held
-                    if pred[(point, c.id)]]
-            folds[source] = {"point": point, "fitted_on": len(train),
-                             "errors": {c.id: pred[(point, c.id)] / c.measured - 1
-                                        for c in held if pred[(point, c.id)]},
-                             "median_abs_error": _median([abs(e) for e in errs])}
-        out[stack] = {"rows": len(rows), "best": best,
-                      "in_sample": {c.id: pred[(best, c.id)] / c.measured - 1 for c in rows
-                                    if pred[(best, c.id)]},
-                      "grid": {f"{t},{d}": score((t, d), rows) for t, d in points},
+            if not train:
+                folds[source] = {"point": None, "fitted_on": 0, "errors": {},
+                                 "median_abs_error": None}
+                continue
+            i = min(range(len(points)), key=lambda k: score(k, train))
+            errs = errors(i, held)
+            folds[source] = {"point": points[i], "fitted_on": len(train), "errors": errs,
+                             "median_abs_error": _median([abs(e) for e in errs.values()])}
+        out[stack] = {"rows": len(rows), "best": points[best],
+                      "in_sample": errors(best, rows),
+                      "grid": [{"point": p, "median_abs_log_error": score(i, rows)}
+                               for i, p in enumerate(points)],
                       "folds": folds}
     return out
 

@@ -41,6 +41,12 @@ PUBLISHED = {
     "nemotron-4-340b": (341.0e9, 0.0005, "the report's 9.4B + 331.6B, rounded to 0.1B"),
     "nemo-gpt3-5b": (5e9, 0.01, "the config's rounded name"),
     "nemo-gpt3-20b": (20e9, 0.02, "the config's rounded name"),
+    "ft-gpt-1.3b": (1.3e9, 0.02, "FasterTransformer's rounded name"),
+    "ft-gpt-6.7b": (6.7e9, 0.01, "FasterTransformer's rounded name"),
+    "ft-gpt-20b": (20e9, 0.02, "FasterTransformer's rounded name"),
+    "ft-gpt-89b": (89e9, 0.02, "FasterTransformer's rounded name; the shapes give 87.6B"),
+    "ft-gpt-175b": (175e9, 0.005, "FasterTransformer's rounded name"),
+    "ft-megatron-530b": (530e9, 0.005, "FasterTransformer's rounded name"),
 }
 # The HF API's safetensors.total counts buffers and copies the model does not have:
 # Llama 2 checkpoints store every layer's RoPE inv_freq (head_dim / 2 floats), and Falcon-180B
