@@ -1,10 +1,14 @@
-"""The serving engine of a decoder: requests arrive (Poisson), a scheduler batches them, each
-engine iteration is one prefill or decode step costed by `accelsim.llm.steps`. One SimPy event
-per iteration (never per token per request); the running batch is kept in numpy arrays.
+"""The serving engine of a decoder: requests arrive (Poisson, a trace or closed-loop clients:
+`accelsim.llm.arrivals`), a scheduler batches them, each engine iteration is one prefill or
+decode step costed by `accelsim.llm.steps`. One SimPy event per iteration (never per token per
+request); the running batch is kept in numpy arrays.
 
     eng = Engine(costs, requests, max_batch=256, kv_blocks=4000, block_tokens=16,
                  batching="continuous")
     out = eng.run()        # per-request first-token, last-token and finish times, counters
+
+Engines sharing one `simpy.Environment` (closed-loop clients over replicas) are each `start`ed,
+then the environment is run once.
 
 Continuous batching (Orca, Yu et al. 2022, OSDI; vLLM's scheduler, Kwon et al. 2023): between
 decode steps, waiting requests join while the running batch is under `max_batch` and their
@@ -14,8 +18,9 @@ When a sequence needs a new KV block and none is free, the most recently admitte
 preempted: its blocks are freed and it waits at the head of the queue, to be prefilled again
 over its prompt and the tokens it had made (vLLM's recompute preemption).
 Static batching: a batch forms when `max_batch` requests wait or the oldest has waited
-`max_wait_s`, its KV is reserved for every sequence's prompt and output, it prefills, and it
-decodes until its longest output is done; every request returns when the batch ends.
+`max_wait_s` (closed loop: whichever comes first of the next arrival and the deadline is
+looked at again), its KV is reserved for every sequence's prompt and output, it prefills, and
+it decodes until its longest output is done; every request returns when the batch ends.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 import simpy
 
 from accelsim.errors import AccelsimError
+from accelsim.llm.arrivals import Arrivals, OpenArrivals
 
 BATCHING = ("continuous", "static")
 # NB: the most prompt tokens one prefill step takes (vLLM's max_num_batched_tokens when
@@ -38,7 +44,8 @@ MAX_PREFILL_TOKENS = 8192
 
 @dataclass(frozen=True)
 class Requests:
-    """The workload: arrival time (s), prompt and output tokens of each request."""
+    """The workload: arrival time (s; inf while a closed-loop request is not sent yet), prompt
+    and output tokens of each request, in arrival order."""
 
     arrival_s: np.ndarray
     prompt: np.ndarray
@@ -112,11 +119,12 @@ def _advance(pieces: list[tuple[list[int], int, int]], partial: list[list[int]])
 
 
 class Engine:
-    """One model replica serving `requests`; see the module docstring."""
+    """One model replica serving `requests`; see the module docstring. `arrivals`: where they
+    come from (default: every arrival time known up front, in an environment of its own)."""
 
     def __init__(self, costs: StepCosts, requests: Requests, max_batch: int, kv_blocks: int,
                  block_tokens: int, batching: str = "continuous", max_wait_s: float = 0.0,
-                 chunk_tokens: int | None = None) -> None:
+                 chunk_tokens: int | None = None, arrivals: Arrivals | None = None) -> None:
         self.costs, self.req = costs, requests
         self.chunk_tokens = chunk_tokens  # None: whole prompts in prefill-only steps
         self.max_batch, self.kv_blocks = max_batch, kv_blocks
@@ -124,15 +132,20 @@ class Engine:
         self.batching, self.max_wait_s = batching, max_wait_s
         n = len(requests.arrival_s)
         self.out = Outcome(np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
-        self.env = simpy.Environment()
+        self.arrivals = arrivals if arrivals is not None else OpenArrivals()
+        self.env = self.arrivals.env
 
     def _blocks(self, tokens: np.ndarray | int) -> np.ndarray | int:
         """KV blocks that `tokens` tokens take."""
         return -(-tokens // self.block_tokens)
 
-    def run(self) -> Outcome:
+    def start(self) -> None:
+        """Put the engine's process in its environment (`run` runs it)."""
         body = self._continuous if self.batching == "continuous" else self._static
         self.env.process(body())
+
+    def run(self) -> Outcome:
+        self.start()
         self.env.run()
         return self.out
 
@@ -161,7 +174,7 @@ class Engine:
                 waiting.append(nxt)
                 nxt += 1
             if not waiting and not partial and len(ids) == 0:
-                yield env.timeout(req.arrival_s[nxt] - env.now)
+                yield self.arrivals.until(req.arrival_s[nxt])
                 continue
             pieces, used = self._admit(waiting, partial, redo, len(ids), used)
             if not pieces and len(ids) == 0:
@@ -211,6 +224,9 @@ class Engine:
                 used -= int(np.sum(self._blocks(held[done])))
                 finished += len(gone)
                 ids, held, made = ids[~done], held[~done], made[~done]
+                settle = self.arrivals.returned(gone)
+                if settle is not None:
+                    yield settle
 
     def _admit(self, waiting: deque[int], partial: list[list[int]], redo: dict[int, int],
                decoding: int, used: int) -> tuple[list[tuple[list[int], int, int]], int]:
@@ -246,6 +262,7 @@ class Engine:
     def _static(self) -> Generator[simpy.Event, None, None]:
         req, out, env = self.req, self.out, self.env
         n = len(req.arrival_s)
+        ahead = self.arrivals.ahead
         start = 0
         while start < n:
             full = min(start + self.max_batch, n)
@@ -254,6 +271,9 @@ class Engine:
             if ready_s > deadline_s:  # not full in time: take what arrived by the deadline
                 full = max(int(np.searchsorted(req.arrival_s, deadline_s, "right")), start + 1)
                 ready_s = max(req.arrival_s[full - 1], deadline_s)
+            if not ahead and ready_s > env.now:  # requests not sent yet may come sooner
+                yield self.arrivals.until(ready_s)
+                continue
             end = self._fit(start, full)
             if ready_s > env.now:
                 yield env.timeout(ready_s - env.now)
@@ -271,6 +291,9 @@ class Engine:
             out.done_s[batch] = env.now
             out.peak_blocks = max(out.peak_blocks, b * int(self._blocks(p + int(o.max()))))
             start = end
+            settle = self.arrivals.returned(batch)
+            if settle is not None:
+                yield settle
 
     def _fit(self, start: int, end: int) -> int:
         """The end of the longest batch from `start` whose padded KV fits the blocks."""

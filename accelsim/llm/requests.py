@@ -26,14 +26,17 @@ TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 MAX_TRACE_ROWS = 10_000_000
 
 
-def draw_requests(n: int, rate_per_s: float, prompt: int, output: int, dist: str,
+def draw_requests(n: int, rate_per_s: float | None, prompt: int, output: int, dist: str,
                   context: int, seed: int) -> Requests:
-    """`n` requests: Poisson arrivals at `rate_per_s`, lengths from `dist` around the means."""
+    """`n` requests: Poisson arrivals at `rate_per_s`, lengths from `dist` around the means.
+    `rate_per_s` None: the lengths only (arrivals inf, for closed-loop clients to send), the
+    same as at any rate with this seed."""
     if dist not in LENGTH_DISTS:
         raise AccelsimError(f"knob 'length_dist' = {dist!r}: choose one of "
                             f"{', '.join(LENGTH_DISTS)}")
     rng = np.random.default_rng(seed)
-    arrival = np.cumsum(rng.exponential(1.0 / rate_per_s, n))
+    gaps = rng.exponential(1.0 / (rate_per_s or 1.0), n)  # drawn either way: same lengths
+    arrival = np.cumsum(gaps) if rate_per_s is not None else np.full(n, np.inf)
 
     def lengths(mean: int) -> np.ndarray:
         if dist == "fixed":

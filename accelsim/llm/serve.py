@@ -1,18 +1,24 @@
-"""Serving a decoder: requests (drawn or from a trace, `accelsim.llm.requests`) through the
-engine of `accelsim.llm.engine` on one or more model replicas, and the figures servers are
-judged by.
+"""Serving a decoder: requests (drawn or from a trace, `accelsim.llm.requests`; or sent by
+closed-loop clients, `accelsim.llm.arrivals`) through the engine of `accelsim.llm.engine` on
+one or more model replicas, and the figures servers are judged by.
 
     res = run_llm(make_config("llama2_7b", "a100", mode="serve", rate=5.0, requests=10_000,
                               prompt_tokens=512, output_tokens=128, batching="continuous"))
     res.record["ttft_p99_s"], res.record["tpot_p50_s"], res.record["goodput_requests_per_s"]
+    run_llm(make_config("llama2_7b", "a100", mode="serve", concurrency=32, think_time_ms=500))
+
+Arrivals: Poisson at `rate_per_s`, a trace (`requests_file`), or `concurrency` clients, each
+sending its next request when its last returns, after an exponential think time of mean
+`think_time_s` (0: at once), `requests` in all; the lengths are drawn as the open loop's.
 
 TTFT: arrival to first token; TPOT: first to last token over the tokens after the first;
 latency: arrival to the request's return. Goodput: requests per second meeting the TTFT and
 TPOT targets given (slo_ttft_s, slo_tpot_s); without targets, every request counts. With a
 target, `max_rate_meeting_slo_per_s` is the highest Poisson rate whose p99 TTFT and p99 TPOT
-meet them (searched with shorter runs). The KV-cache budget is the paged blocks left beside
-the weights, the reserve and the activations of the largest prefill step
-(`accelsim.llm.memory`). `devices` (a multiple of tp x pp) sets data-parallel replicas.
+meet them (searched with shorter open-loop runs, for a closed-loop run too). The KV-cache
+budget is the paged blocks left beside the weights, the reserve and the activations of the
+largest prefill step (`accelsim.llm.memory`). `devices` (a multiple of tp x pp) sets
+data-parallel replicas.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import simpy
 
 from accelsim.devices.estimate import power_limits_w
 from accelsim.errors import AccelsimError
+from accelsim.llm.arrivals import Clients
 from accelsim.llm.costs import Platform
 from accelsim.llm.engine import (
     BATCHING,
@@ -98,19 +106,11 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
 
     llm, serve = cfg.llm, cfg.serve
     trace = llm.get("requests_file")
-    if serve.get("concurrency") is not None or (serve.get("rate_per_s") is None and not trace):
-        raise AccelsimError("decoder serving takes Poisson arrivals at a rate (--rate) or a "
-                            "request trace (--requests-file); closed-loop clients "
-                            "(--concurrency) are not modelled here")
-    if trace and (serve.get("rate_per_s") is not None or "requests" in serve):
-        raise AccelsimError("--requests-file gives the arrivals and the requests: drop --rate "
-                            "and --requests")
-    dynamic = [k for k in ("max_wait_s", "think_time_s") if k in serve]
-    if dynamic:
-        raise AccelsimError(f"{', '.join(k.removesuffix('_s') + '_ms' for k in dynamic)} "
-                            f"appl{'y' if len(dynamic) > 1 else 'ies'} to the request-level "
-                            "batcher; a decoder is served token by "
-                            "token (--batching continuous|static, --max-batch): drop them")
+    _check_arrivals(serve, trace)
+    if "max_wait_s" in serve:
+        raise AccelsimError("max_wait_ms applies to the request-level batcher; a decoder is "
+                            "served token by token (--batching continuous|static, "
+                            "--max-batch): drop it")
     batching = llm.get("batching", "continuous")
     if batching not in BATCHING:
         raise AccelsimError(f"knob 'batching' = {batching!r}: choose one of "
@@ -130,11 +130,23 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
             + "; --max-batch sets it)")
     dist = llm.get("length_dist", "fixed")
     seed = cfg.seed or 0
+    concurrency, think_s = serve.get("concurrency"), serve.get("think_time_s", 0.0)
+    clients = None
     if trace:
         req = read_requests(trace, plat.cfg.context)
     else:
-        req = draw_requests(serve.get("requests", DEFAULT_REQUESTS), serve["rate_per_s"],
+        req = draw_requests(serve.get("requests", DEFAULT_REQUESTS), serve.get("rate_per_s"),
                             prompt, output, dist, plat.cfg.context, seed)
+    if concurrency is not None:
+        clients = Clients(simpy.Environment(), len(req.prompt), concurrency, think_s, replicas,
+                          seed)
+        req = Requests(clients.arrival_s, req.prompt, req.output)
+        notes.append(f"closed loop: {concurrency:,} client{'s' if concurrency > 1 else ''}, "
+                     "each sending its next request when its last returns" + (
+                         f", after an exponential think time of mean {think_s * 1e3:g} ms"
+                         if think_s > 0 else "") + (
+                         f"; the requests are dealt to the {replicas} replicas in turn"
+                         if replicas > 1 else ""))
     n = len(req.arrival_s)
     record = base_record(cfg, plat, lay, system, max_batch, "serve")
     record["notes"] = notes
@@ -156,7 +168,7 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
                                 pd.DataFrame())
     costs = step_costs(StepModel(plat, lay), step_tokens, max_batch, blocks * block_tokens)
     shape = (max_batch, blocks, block_tokens, batching, serve.get("max_wait_s", 0.0), chunk)
-    out = serve_requests(costs, req, replicas, *shape)
+    out = serve_requests(costs, req, replicas, *shape, clients=clients)
     slo = (llm.get("slo_ttft_s"), llm.get("slo_tpot_s"))
     figures = serving_figures(req, out, *slo)
     figures["engine_busy_fraction"] /= replicas
@@ -178,11 +190,17 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
                                   plat.cfg.context, seed)
             return drawn, serve_requests(costs, drawn, replicas, *shape)
 
-        record["max_rate_meeting_slo_per_s"] = max_rate_meeting_slo(
-            trial, serve["rate_per_s"], *slo, meets_at_rate=meets_slo(req, out, *slo))
+        if clients is None:
+            record["max_rate_meeting_slo_per_s"] = max_rate_meeting_slo(
+                trial, serve["rate_per_s"], *slo, meets_at_rate=meets_slo(req, out, *slo))
+        else:  # the search starts at the clients' throughput
+            record["max_rate_meeting_slo_per_s"] = max_rate_meeting_slo(
+                trial, figures["requests_per_s"], *slo)
+    plural = "s" if (concurrency or 0) > 1 else ""
+    load = "" if clients is None else f"{concurrency:,} closed-loop client{plural}, "
     Figures(figures["requests_per_s"], figures["latency_mean_s"], energy_j / n,
             energy_j / run_s, _bottleneck(req, out), (
-                f"engine busy {figures['engine_busy_fraction']:.0%} of the run ("
+                f"{load}engine busy {figures['engine_busy_fraction']:.0%} of the run ("
                 f"{out.prefill_busy_s / max(out.busy_s, 1e-30):.0%} of it prefill), mean "
                 f"running batch {figures['batch_size_mean']:.1f} of {max_batch}, "
                 f"{out.preemptions} preemptions, KV blocks peak {out.peak_blocks:,} of "
@@ -190,6 +208,28 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     notes.append("energy: the GPUs' over the engine's steps, and their static power while "
                  "idle (the host is not counted)")
     return SimulationResult(record, _events(req, out))
+
+
+def _check_arrivals(serve: dict[str, Any], trace: str | None) -> None:
+    """One source of arrivals, and only its knobs."""
+    rate, clients = serve.get("rate_per_s"), serve.get("concurrency")
+    if trace:
+        given = [flag for flag, key in (("--rate", "rate_per_s"), ("--concurrency", "concurrency"),
+                                        ("--think-time-ms", "think_time_s"),
+                                        ("--requests", "requests")) if key in serve]
+        if given:
+            raise AccelsimError("--requests-file gives the arrivals and the requests: drop "
+                                + " and ".join(given))
+    elif rate is not None and clients is not None:
+        raise AccelsimError("--rate (Poisson arrivals) and --concurrency (closed-loop clients) "
+                            "are two ways to load the server: give one")
+    elif rate is None and clients is None:
+        raise AccelsimError("decoder serving takes Poisson arrivals at a rate (--rate), "
+                            "closed-loop clients (--concurrency) or a request trace "
+                            "(--requests-file)")
+    if clients is None and "think_time_s" in serve:
+        raise AccelsimError("--think-time-ms applies to closed-loop clients (--concurrency): "
+                            "drop it or give --concurrency instead of --rate")
 
 
 def step_costs(model: StepModel, step_tokens: int, max_batch: int,
@@ -204,24 +244,41 @@ def step_costs(model: StepModel, step_tokens: int, max_batch: int,
 
 def serve_requests(costs: StepCosts, req: Requests, replicas: int, max_batch: int,
                    blocks: int, block_tokens: int, batching: str, max_wait_s: float,
-                   chunk: int | None) -> Outcome:
+                   chunk: int | None, clients: Clients | None = None) -> Outcome:
     """Every replica's engine on its share of the requests, merged. NB: the load balancer
-    deals requests to replicas in turn (round robin), not to the least loaded."""
+    deals requests to replicas in turn (round robin), not to the least loaded. Open loop, each
+    replica runs alone; closed loop (`clients`, whose `arrival_s` is `req.arrival_s`), the
+    replicas run together, in the clients' environment."""
     n = len(req.arrival_s)
     merged = Outcome(np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
-    for k in range(replicas):
-        mine = np.arange(k, n, replicas)
-        if not len(mine):
-            continue
-        part = Requests(req.arrival_s[mine], req.prompt[mine], req.output[mine])
-        out = Engine(costs, part, max_batch, blocks, block_tokens, batching, max_wait_s,
-                     chunk).run()
+
+    def merge(mine: np.ndarray, out: Outcome) -> None:
         merged.first_s[mine], merged.last_s[mine], merged.done_s[mine] = (
             out.first_s, out.last_s, out.done_s)
         for name in ("steps", "prefill_steps", "preemptions", "batch_sum", "busy_s",
                      "prefill_busy_s", "energy_j"):
             setattr(merged, name, getattr(merged, name) + getattr(out, name))
         merged.peak_blocks = max(merged.peak_blocks, out.peak_blocks)
+
+    engines = []
+    for k in range(replicas):
+        mine = np.arange(k, n, replicas)
+        if not len(mine):
+            continue
+        shape = (max_batch, blocks, block_tokens, batching, max_wait_s, chunk)
+        if clients is None:
+            part = Requests(req.arrival_s[mine], req.prompt[mine], req.output[mine])
+            merge(mine, Engine(costs, part, *shape).run())
+            continue
+        # a view: the clients write each arrival time as the request is dealt
+        part = Requests(clients.arrival_s[k::replicas], req.prompt[mine], req.output[mine])
+        engine = Engine(costs, part, *shape, arrivals=clients.replica(k))
+        engine.start()
+        engines.append((mine, engine))
+    if clients is not None:
+        clients.env.run()
+        for mine, engine in engines:
+            merge(mine, engine.out)
     return merged
 
 

@@ -126,10 +126,13 @@ _KNOBS = (
     Knob("epochs", "train", "epochs", int, TRAIN, "whole epochs", low=1, high=MAX_EPOCHS),
     Knob("rate", "serve", "rate_per_s", float, SERVE, "Poisson arrivals per second",
          low=MIN_RATE_PER_S, high=MAX_RATE_PER_S),
-    Knob("concurrency", "serve", "concurrency", int, SERVE, "closed-loop clients", low=1,
-         high=MAX_REQUESTS),
+    Knob("concurrency", "serve", "concurrency", int, SERVE,
+         "closed-loop clients (instead of --rate), each sending its next request when its "
+         "last returns, --requests in all (decoders too)", low=1, high=MAX_REQUESTS),
     Knob("think_time_ms", "serve", "think_time_s", float, SERVE,
-         "closed-loop think time, ms", scale=1e-3, low=0, high=MAX_WAIT_MS),
+         "closed-loop think time from a request's return to its client's next, ms: "
+         "exponential with this mean (default 0: at once)", scale=1e-3, low=0,
+         high=MAX_WAIT_MS),
     Knob("max_batch", "serve", "max_batch", int, SERVE, "dynamic batcher: largest batch",
          low=1, high=MAX_BATCH),
     Knob("max_wait_ms", "serve", "max_wait_s", float, SERVE,
