@@ -8,9 +8,15 @@ Mapping (each an assumption, stated in the results):
   v4.1), NEMO (NeMo 24.07 performance summary), FT (FasterTransformer's GPT guide). The
   leave-one-source-out folds are these four.
 - hardware: "Nx <GPU>" -> the GPU's profile alone when N = 1, else the 8-GPU system of that
-  GPU (dgx-h100, hgx-h200, dgx-a100) with `devices` N; more than 8 GPUs -> `nodes`.
+  GPU (dgx-h100, hgx-h200, dgx-a100, l40s-server) with `devices` N; more than 8 GPUs ->
+  `nodes`. An MLPerf system of N TP-1 engines with no system profile (8x MI300X) -> one engine
+  at 1/N of the load, its throughput times N (`LlmCase.engines`).
 - software: TensorRT-LLM, NVIDIA's MLPerf TensorRT submissions and FasterTransformer ->
-  `tensorrt-llm`; vLLM -> `vllm`; NeMo and Megatron-LM -> `megatron` (their stack files).
+  `tensorrt-llm` (NB: FasterTransformer is TensorRT-LLM's predecessor, taken to run the same
+  kernels); vLLM -> `vllm`; NeMo and Megatron-LM -> `megatron` (their stack files).
+- the benchmark tool's settings: a TensorRT-LLM row runs with the max batch and tokens per step
+  that `trtllm-bench` tunes (`trtllm_bench_settings`), chunked context on; an MLPerf row with
+  its submission's TP, batch and tokens per step (`MLPERF_SETTINGS`).
 - precision: "fp8" -> W8A8 (`--precision fp8`), with an fp8 KV cache where the row says so;
   fp16 -> fp16. "not stated" on an NVIDIA Hopper MLPerf row -> fp8 (NB: an assumption; NVIDIA's
   v4.1 Hopper submissions quantise to FP8), else unexpressible.

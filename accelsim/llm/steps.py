@@ -15,6 +15,7 @@ m < pp stages idle: bubble 1 - m/pp). A single batch's prefill fills and drains 
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -160,6 +161,7 @@ class DecodeTable:
                                        for c in self.grid], "attention")
         lin, embed, head = parts["linear"], parts["embed"], parts["head"]
         shape = (len(self.att_seqs), len(self.grid))
+        self._att_rows: dict[tuple[str, float], np.ndarray] = {}  # rows blended per count
         self.att = {key: values.reshape(shape) for key, values in (
             ("s", att.time_s), ("j", att.energy_j), ("flops", att.matmul_flops),
             ("dram", att.dram_bytes))}
@@ -175,15 +177,20 @@ class DecodeTable:
     def attention(self, key: str, seqs: float, context_tokens: float) -> float:
         """Attention of one layer shard ("s", "j", "flops", "dram") for `seqs` sequences
         holding `context_tokens` in all: bilinear in (sequences, tokens per sequence)."""
-        nodes = self.att_seqs
-        per_seq = context_tokens / max(seqs, 1.0)
-        i = int(np.clip(np.searchsorted(nodes, seqs), 1, len(nodes) - 1))
-        lo = float(np.interp(per_seq, self.grid, self.att[key][i - 1]))
-        if len(nodes) == 1 or seqs <= nodes[0]:
-            return lo * max(seqs, 1.0) / nodes[0] if seqs > nodes[0] else lo
-        hi = float(np.interp(per_seq, self.grid, self.att[key][i]))
+        row = self._att_rows.get((key, seqs))
+        if row is None:
+            row = self._att_rows[(key, seqs)] = self._att_row(key, seqs)
+        return float(np.interp(context_tokens / max(seqs, 1.0), self.grid, row))
+
+    def _att_row(self, key: str, seqs: float) -> np.ndarray:
+        """The attention table's row for `seqs` sequences: linear between the nodes (the last
+        is the table's largest batch)."""
+        nodes, table = self.att_seqs, self.att[key]
+        if seqs <= nodes[0] or len(nodes) == 1:
+            return table[0] * (max(seqs, 1.0) / nodes[0] if seqs > nodes[0] else 1.0)
+        i = min(bisect.bisect_left(nodes.tolist(), seqs), len(nodes) - 1)
         w = (min(seqs, nodes[i]) - nodes[i - 1]) / (nodes[i] - nodes[i - 1])
-        return lo + w * (hi - lo)
+        return table[i - 1] + w * (table[i] - table[i - 1])
 
     def _micro(self, seqs: int) -> tuple[int, float]:
         """(microbatches, the batch node a microbatch of the step is costed at)."""

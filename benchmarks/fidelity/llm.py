@@ -135,6 +135,10 @@ def markdown(summary: dict[str, Any], skipped: list[Any], total: int) -> str:
                 else f"error: {r['run_error']}")
         lines.append(f"| {r['id']} | {r['model']} | {r['hardware']} | {knobs} | "
                      f"{_num(r['measured'], r['metric'])} | {pred} | {_pct(r['error'])} |")
+    fit_path = ROOT / "benchmarks" / "results" / "llm_fit.json"
+    if fit_path.exists():
+        lines += _fit_lines(json.loads(fit_path.read_text()),
+                            {r["id"]: r["metric"] for r in rows})
     lines += ["", "## Rows not expressible", "", "| id | why |", "| --- | --- |"]
     lines += [f"| {s.id} | {s.why} |" for s in skipped]
     return "\n".join(lines) + "\n"
@@ -213,6 +217,43 @@ def fit(cases: list[LlmCase], jobs: int) -> dict[str, Any]:
                                for i, p in enumerate(points)],
                       "folds": folds}
     return out
+
+
+def _fit_lines(result: dict[str, Any], metric_of: dict[str, str]) -> list[str]:
+    """The fit's in-sample point and leave-one-source-out folds (results/llm_fit.json, written
+    by --fit at the grid in FIT_GRID; the shipped stack files hold the in-sample point)."""
+    lines = ["", "## Fitted on these rows, and held out", "",
+             "`python benchmarks/fidelity/llm.py --fit --jobs 2` (about 35 min on 2 cores): each "
+             "stack's figures on a grid, the in-sample best (least median |log error|, shipped "
+             "in its stack file) and, for each source left out, the point fitted on the others "
+             "and its error on the source left out.", "",
+             "| stack | rows | fitted point | in-sample median abs error | source left out | "
+             "point fitted on the others | held-out rows | held-out median abs error |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for stack, r in result.items():
+        ins = _median([abs(e) for e in r["in_sample"].values()])
+        for source, f in r["folds"].items():
+            point = "-" if f["point"] is None else ", ".join(
+                f"{k} {v:g}" for k, v in f["point"].items())
+            best = ", ".join(f"{k} {v:g}" for k, v in r["best"].items())
+            lines.append(f"| {stack} | {r['rows']} | {best} | {_pct(ins)} | {source} | "
+                         f"{point} | {len(f['errors'])} | {_pct(f['median_abs_error'])} |")
+        pooled = [abs(e) for f in r["folds"].values() for e in f["errors"].values()]
+        lines.append(f"| {stack} | | | | all held out, pooled | | {len(pooled)} | "
+                     f"{_pct(_median(pooled))} |")
+    held: dict[str, list[float]] = {}
+    for r in result.values():
+        for f in r["folds"].values():
+            for rid, e in f["errors"].items():
+                held.setdefault(GROUPS.get(metric_of.get(rid, ""), "other"), []).append(abs(e))
+    lines += ["", "Held out, by metric (every fitted stack's folds pooled; rows of unfitted "
+              "stacks, such as vllm's, are not in them):", "",
+              "| metric | held-out rows | median abs error | within 25% |",
+              "| --- | --- | --- | --- |"]
+    for name, errs in held.items():
+        lines.append(f"| {name} | {len(errs)} | {_pct(_median(errs))} | "
+                     f"{sum(e <= 0.25 for e in errs) / len(errs):.0%} |")
+    return lines
 
 
 def main() -> None:
