@@ -38,6 +38,7 @@ import pandas as pd
 
 from accelsim.devices.estimate import capacity_bytes
 from accelsim.errors import AccelsimError
+from accelsim.llm.engine import MAX_PREFILL_TOKENS
 from accelsim.llm.models import decoder, is_decoder
 from accelsim.profiles.devices import load_profile
 
@@ -270,16 +271,20 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
         knobs.update(tp=setting["tp"], max_batch=setting["batch"][pick])
         if setting.get("chunked", True):
             knobs["chunked_prefill"] = tokens
+            per_step = f"{tokens} tokens per step"
+        else:  # NB: the engine's own cap on a prefill-only step, not the submission's
+            per_step = (f"whole prompts in prefill-only steps of at most "
+                        f"{MAX_PREFILL_TOKENS} tokens (the submission's {tokens} is not "
+                        "expressible)")
         notes.append(f"submission settings: TP {setting['tp']} per engine, batch "
-                     f"{setting['batch'][pick]}, {tokens} tokens per step")
+                     f"{setting['batch'][pick]}, {per_step}")
     if offline:
         n = _int(notes_text, "num_requests", MAX_REQUESTS)
         knobs.update(rate=HUGE_RATE_PER_S, requests=min(n, MAX_REQUESTS))
         return LlmCase(rid, source, model, hardware, knobs, "tokens_per_s", value, gpus,
                        tuple(notes), engines)
     qps = re.search(r"target_qps (\d+(?:\.\d+)?)|at (\d+(?:\.\d+)?) target QPS", notes_text)
-    rate = float(qps.group(1) or qps.group(2)) if qps else (
-        MLPERF_SETTINGS.get((model, profile), {}).get("qps"))
+    rate = float(qps.group(1) or qps.group(2)) if qps else setting.get("qps")
     if rate is None:
         return no("Server scenario with no target QPS in the row or the submission settings")
     knobs.update(rate=rate / engines, requests=max(SERVER_REQUESTS // engines, MAX_REQUESTS))
@@ -298,12 +303,10 @@ def _train_case(rid: str, source: str, model: str, hardware: str, knobs: dict[st
                 row: pd.Series, gpus: int, tp: int, pp: int, notes: list[str]
                 ) -> LlmCase | Unexpressible:
     """A NeMo pre-training / SFT row: micro-batch, micro-batches per step, nodes."""
-    seq = re.search(r"(\d+)", str(row["dataset"]).split("seq len")[-1]
-                    if "seq len" in str(row["dataset"]) else str(row["dataset"]))
-    packed = re.search(r"packed to (\d+)", str(row["dataset"]))
-    seq_len = int(packed.group(1)) if packed else int(seq.group(1)) if seq else None
-    if seq_len is None:
+    seq = re.search(r"(?:seq len|packed to) (\d+)", str(row["dataset"]))
+    if seq is None:
         return Unexpressible(rid, source, "no sequence length in the row")
+    seq_len = int(seq.group(1))
     mbs, gbs = int(row["batch_per_device"]), int(row["batch_global"])
     dp = gpus // (tp * pp)
     if dp < 1 or gbs % (mbs * dp):
