@@ -19,7 +19,11 @@ Mapping (each an assumption, stated in the results):
   its submission's TP, batch and tokens per step (`MLPERF_SETTINGS`).
 - precision: "fp8" -> W8A8 (`--precision fp8`), with an fp8 KV cache where the row says so;
   fp16 -> fp16. "not stated" on an NVIDIA Hopper MLPerf row -> fp8 (NB: an assumption; NVIDIA's
-  v4.1 Hopper submissions quantise to FP8), else unexpressible.
+  v4.1 Hopper submissions quantise to FP8); on the B200 preview -> fp4 W4A4 with an fp8 KV
+  cache (NVIDIA's v4.1 post and Tom's Hardware say the B200 ran FP4; `FP4_SOURCES`), else
+  unexpressible.
+- an MLPerf Offline row whose submission settings are not published (the B200 preview's code
+  is private) takes trtllm-bench's tuning rule at the row's memory capacity (NB: a stand-in).
 - metric: max-load and Offline throughput -> output tokens/s of a server given every request
   at once (`rate` far above capacity); Server TTFT / TPOT -> the mean at the row's target QPS
   (Poisson arrivals); batch latency (FT) -> `e2e_latency_s` of one batch; training tokens/s per
@@ -85,6 +89,10 @@ MLPERF_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     ("llama-2-70b", "mi300x"): {"tp": 1, "batch": (2048, 1024), "tokens": (65536, 49152),
                                 "chunked": False},
 }
+FP4_SOURCES = ("https://developer.nvidia.com/blog/nvidia-blackwell-platform-sets-new-llm-"
+               "inference-records-in-mlperf-inference-v4-1/ (Blackwell's FP4 inference); "
+               "Tom's Hardware, 'Nvidia publishes first Blackwell B200 MLPerf results' (the "
+               "B200 used FP4 precision)")
 HUGE_RATE_PER_S = 1e6  # "requests issued at infinite rate": all arrive in the first second
 MAX_REQUESTS = 3000  # NB: requests simulated per max-load row (the steady state is reached)
 # NB: a Server row's requests: enough that the ramp up and the drain at the end (about one
@@ -97,15 +105,19 @@ def _round_up(x: float, step: int) -> int:
 
 
 def trtllm_bench_settings(model: str, profile: str, prompt: int, output: int, tp: int, pp: int,
-                          fp8: bool, fp8_kv: bool) -> tuple[int, int]:
+                          fp8: bool, fp8_kv: bool, fp4: bool = False,
+                          memory_bytes: float | None = None) -> tuple[int, int]:
     """(max_batch_size, max_num_tokens) as `trtllm-bench build` tunes them from the dataset's
     mean lengths (TensorRT-LLM tensorrt_llm/bench/build/tuning.py calc_engine_setting and
     finetune_setting; benchmarks/fidelity/llm_sources.md, section 3): the requests whose whole
     KV cache fits in 0.95 of the memory left after the engine, at most 4096 per PP stage, and
-    that batch's tokens at the ISL/OSL ratio, at most 32768, rounded as the tool rounds."""
+    that batch's tokens at the ISL/OSL ratio, at most 32768, rounded as the tool rounds.
+    `memory_bytes` per GPU replaces the profile's capacity (a SKU with less memory)."""
     cfg = decoder(model)
-    mem_bytes = capacity_bytes(load_profile(profile)) * tp * pp
-    engine_bytes = cfg.params * (1 if fp8 else 2)
+    per_gpu = capacity_bytes(load_profile(profile)) if memory_bytes is None else memory_bytes
+    mem_bytes = per_gpu * tp * pp
+    # NB: an fp4 engine at NVFP4's 0.5625 bytes per weight, the head's 16 bits left out
+    engine_bytes = cfg.params * (0.5625 if fp4 else 1 if fp8 else 2)
     per_token = 2 * cfg.n_layers * max(tp, cfg.n_kv_heads) * cfg.head_dim * (1 if fp8_kv else 2)
     requests = (mem_bytes - engine_bytes) * 0.95 / per_token / (prompt + output)
     bs = min(requests, 4096) / pp
@@ -199,9 +211,12 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
     tp, pp, cp = _int(notes_text, "TP"), _int(notes_text, "PP"), _int(notes_text, "CP")
     if cp > 1:
         return no(f"context parallelism CP={cp} is not modelled (issue 20 item 6)")
-    if tp * pp > GPUS_PER_NODE:
-        return no(f"TP={tp} x PP={pp} spans nodes: tensor and pipeline parallelism across "
-                  "nodes are not modelled (issue 20 item 6)")
+    training = source == "nemo-24.07"
+    if tp > GPUS_PER_NODE or (tp * pp > GPUS_PER_NODE and not training):
+        return no(f"TP={tp} x PP={pp} spans nodes: " + (
+            "tensor parallelism across nodes is not modelled" if tp > GPUS_PER_NODE else
+            "an inference pipeline across nodes is not modelled (training's is)")
+            + " (issue 20 item 6)")
     if model == "gpt-j-6b":
         return no("beam search (width 4, MLPerf's GPT-J rule) is not modelled, and the mean "
                   "prompt length of its CNN/DailyMail set was not found")
@@ -232,6 +247,10 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
     elif precision_text.startswith("not stated") and profile in ("h100", "h200"):
         knobs.update(precision="fp8", kv_precision="fp8")
         notes.append("precision not stated: taken as fp8 weights, activations and KV cache")
+    elif precision_text.startswith("not stated") and profile == "b200":
+        knobs.update(precision="fp4", kv_precision="fp8")
+        notes.append("precision not stated: taken as NVFP4 weights and activations with an "
+                     f"fp8 KV cache ({FP4_SOURCES}; the KV format is an assumption)")
     else:
         return no(f"precision '{row['precision']}' not expressible on {profile}")
     metric_text = str(row["metric"])
@@ -262,6 +281,16 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
         knobs.update(max_batch=batch, chunked_prefill=tokens)
         notes.append(f"trtllm-bench's tuning: max batch {batch}, {tokens} tokens per step, "
                      "chunked context")
+    elif setting is None and offline and source.startswith("mlperf"):
+        memory = re.search(r"(\d+)\s*GB", str(row["hardware"]))
+        batch, tokens = trtllm_bench_settings(
+            model, profile, prompt, output, tp, pp, knobs["precision"] == "fp8",
+            knobs.get("kv_precision") == "fp8", fp4=knobs["precision"] == "fp4",
+            memory_bytes=None if memory is None else float(memory.group(1)) * 1e9)
+        knobs.update(max_batch=batch, chunked_prefill=tokens)
+        notes.append(f"submission settings not published: trtllm-bench's tuning rule at "
+                     f"{'the profile' if memory is None else memory.group(1) + ' GB'}'s "
+                     f"memory stands in (max batch {batch}, {tokens} tokens per step)")
     else:
         if setting is None:
             return no(f"no submission settings (TP, batch) known for {model} on {profile}")
@@ -312,12 +341,11 @@ def _train_case(rid: str, source: str, model: str, hardware: str, knobs: dict[st
     if dp < 1 or gbs % (mbs * dp):
         return Unexpressible(rid, source, f"GBS {gbs} is not a whole number of micro-batches "
                              f"of {mbs} over DP {dp}")
-    vp = _int(str(row["notes"]), "VP")
-    if vp > 1:
-        notes.append(f"virtual pipeline stages VP={vp} not modelled: the 1F1B bubble of "
-                     f"PP={pp} is charged in full (NB: interleaving cuts it by {vp}x)")
     knobs.update(mode="train", batch=mbs, accumulate=gbs // (mbs * dp), tp=tp, pp=pp,
                  seq_len=seq_len, zero=1)
+    vp = _int(str(row["notes"]), "VP")
+    if vp > 1:
+        knobs["vp"] = vp
     if gpus > GPUS_PER_NODE:
         knobs["nodes"] = gpus // GPUS_PER_NODE
     return LlmCase(rid, source, model, hardware, knobs, "train_tokens_per_s_per_gpu",

@@ -8,10 +8,10 @@ from typing import Any
 import click
 import pandas as pd
 
-from accelsim.formats import FORMATS
+from accelsim.formats import ALIASES, FORMATS
 from accelsim.workload.scenario import Scenario, resolve_workload
 
-PRECISIONS = click.Choice(sorted(FORMATS) + ["fp8"], case_sensitive=False)
+PRECISIONS = click.Choice(sorted(FORMATS) + list(ALIASES), case_sensitive=False)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -41,7 +41,7 @@ _CHOICES: dict[str, Any] = {
     "allreduce": click.Choice([*ALGORITHMS, AUTO]),
     "decode": click.Choice(["cpu", "gpu", "hw"]),
     "optimizer": click.Choice(["sgd", "momentum", "adam"]),
-    "weight_precision": click.Choice(["fp32", "fp16", "bf16", "fp8", "int8", "int4"]),
+    "weight_precision": click.Choice(["fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]),
     "kv_precision": click.Choice(["fp16", "bf16", "fp8", "int8"]),
     "batching": click.Choice(["continuous", "static"]),
     "length_dist": click.Choice(["fixed", "uniform", "exponential"]),

@@ -47,9 +47,10 @@ LANDAUER_J_PER_BIT = BOLTZMANN_J_PER_K * DIE_TEMPERATURE_K * math.log(2)
 BITS_PER_BYTE = 8
 
 # Non-matmul arithmetic: which Horowitz add/mult pair a precision's vector math costs.
-# NB: bf16/fp8 vector math priced as fp16, tf32 as fp32 (tf32 is a matrix-engine mode only).
+# NB: bf16/fp8/fp4 vector math priced as fp16, tf32 as fp32 (tf32 is a matrix-engine mode
+# only; fp4 elementwise work runs on 16-bit units after dequantisation).
 _VECTOR_OP_FAMILY = {"fp32": "fp32", "tf32": "fp32", "fp16": "fp16", "bf16": "fp16",
-                     "fp8": "fp16", "int8": "int8"}
+                     "fp8": "fp16", "fp4": "fp16", "int8": "int8"}
 
 
 @dataclass(frozen=True)

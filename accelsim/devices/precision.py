@@ -2,6 +2,7 @@
 one asked for. Stateless rules, one place, so that every output says what ran.
 
     hardware_key("fp8_e4m3")                    # "fp8": profiles list fp8 peaks once
+    hardware_key("mxfp4")                       # "fp4": and fp4 peaks once
     compute_precision(load_profile("tpu-v3"), "fp16")  # ("bf16", "tpu-v3 runs fp16 ... bf16")
     fallback_precision("fp16", ("int8",))       # "int8"
     cannot_train(load_profile("tpu-v1"))        # "tpu-v1 is an inference-only device: ..."
@@ -18,9 +19,14 @@ from accelsim.formats import get_format
 _FLOAT_DSP_WIDTHS = frozenset({"int16"})
 
 
+# Formats that run on the units a profile lists under another name.
+_HARDWARE_KEYS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "nvfp4": "fp4", "mxfp4": "fp4"}
+
+
 def hardware_key(precision: str) -> str:
-    """The profile key of a format: both fp8 encodings run on the units listed as "fp8"."""
-    return "fp8" if precision.startswith("fp8") else precision
+    """The profile key of a format: both fp8 encodings run on the units listed as "fp8",
+    both block-scaled 4-bit formats on those listed as "fp4"."""
+    return _HARDWARE_KEYS.get(precision, precision)
 
 
 def compute_precision(profile: Any, precision: str) -> tuple[str, str | None]:

@@ -21,6 +21,10 @@ Numeric formats (every rounding is `accelsim.kernels.formats.round_to_format`):
   tensor so that max|x| maps to the format's max (Transformer Engine's recipe), round, unscale,
   run the fp32 kernel and store the output in bf16; biases and every other op run in bf16 as
   above. NB: the scale is the current amax, not TE's delayed amax history.
+- nvfp4, mxfp4: as fp8, but each weight is rounded in blocks along its flattened input axis
+  (a row of a linear weight, O x C*kh*kw of a conv's) and each input in blocks along its last
+  axis (`round_block_scaled`; NB: a conv's input blocks run along W, not along the im2col K
+  of the GEMM the hardware runs, and a matmul's second operand along N). Outputs in bf16.
 - int8: conv2d, conv3d, conv_transpose3d, linear, matmul and bmm quantize activations per
   tensor and weights per output channel (symmetric, `quantize_int8`), multiply with int32
   accumulation (`int8_matmul`; im2col for convs) and dequantize the result to float32; the
@@ -149,6 +153,20 @@ def _run_fp8(op: Op, xs: list[np.ndarray], params: Arrays, fmt: NumericFormat) -
     return _round(run_op(op, [_round_scaled(x, fmt) for x in xs], ps), bf16)
 
 
+def _round_weight_blocks(w: np.ndarray, fmt: NumericFormat) -> np.ndarray:
+    """A weight (ndim >= 2) rounded in blocks along its flattened input axis."""
+    return round_to_format(w.reshape(w.shape[0], -1), fmt).reshape(w.shape)
+
+
+def _run_fp4(op: Op, xs: list[np.ndarray], params: Arrays, fmt: NumericFormat) -> np.ndarray:
+    bf16 = get_format("bf16")
+    if op.kind not in MATMUL_KINDS:
+        return _run_rounded(op, xs, params, bf16, bf16)
+    ps = {k: _round_weight_blocks(v, fmt) if v.ndim >= 2 else _round(v, bf16)
+          for k, v in params.items()}
+    return _round(run_op(op, [_round(x, fmt) for x in xs], ps), bf16)
+
+
 def _stride(op: Op, nd: int) -> tuple[int, ...]:
     st = op.attrs["stride"]
     return (int(st),) * nd if isinstance(st, int) else tuple(int(v) for v in st)
@@ -224,6 +242,8 @@ def run_op_in_format(op: Op, xs: list[np.ndarray], params: Arrays,
         return _run_rounded(op, xs, params, fmt, None)
     if fmt.name.startswith("fp8"):
         return _run_fp8(op, xs, params, fmt)
+    if fmt.block_elements is not None:
+        return _run_fp4(op, xs, params, fmt)
     if fmt.name == "int8":
         return _run_int8(op, xs, params)
     return _run_rounded(op, xs, params, fmt, fmt)

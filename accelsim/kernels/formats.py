@@ -3,7 +3,8 @@ numpy kernels run.
 
 Float formats are simulated by rounding float32 values to the nearest representable value (the
 result is still a float32 array, but every element is exactly representable in the format);
-int8 is symmetric linear quantization (see `accelsim.kernels.quantize`).
+int8 is symmetric linear quantization (see `accelsim.kernels.quantize`); the block-scaled
+4-bit formats round in `accelsim.kernels.block_formats`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 
 from accelsim.errors import ShapeError
 from accelsim.formats import NumericFormat, get_format
+from accelsim.kernels.block_formats import round_block_scaled
 from accelsim.kernels.quantize import dequantize, quantize_int8
 
 
@@ -34,7 +36,8 @@ def round_to_format(x: np.ndarray, fmt: str | NumericFormat) -> np.ndarray:
 
     Round-to-nearest-even throughout. fp16, bf16 and tf32 overflow to +-inf as IEEE
     casts do; fp8 casts saturate to the largest finite value. int8 is a per-tensor
-    quantize-dequantize (values k * max|x| / 127, k integer in [-127, 127]).
+    quantize-dequantize (values k * max|x| / 127, k integer in [-127, 127]). nvfp4 and
+    mxfp4 round each block of the last axis under its own scale (`round_block_scaled`).
     """
     f = get_format(fmt)
     # NB: inputs are converted to float32 first; a float64 input is thus rounded twice.
@@ -58,6 +61,8 @@ def round_to_format(x: np.ndarray, fmt: str | NumericFormat) -> np.ndarray:
         # frameworks use, rather than IEEE overflow to inf. nan stays nan.
         clipped = np.clip(x32, -f.max_finite, f.max_finite)
         return clipped.astype(ml_dtypes.float8_e5m2).astype(np.float32)
+    if f.block_elements is not None:
+        return round_block_scaled(x32, f)
     if f.name == "int8":
         # NB: per-tensor symmetric fake quantization; kernels that want per-channel scales
         # or int32 accumulation call accelsim.kernels.quantize directly.

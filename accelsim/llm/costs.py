@@ -16,6 +16,10 @@ CDNA3): the layers' weight GEMMs run on the matrix units' fp8 mode, fp8 weights,
 quantised by the kernel before each GEMM (`work.QUANT_FLOPS_PER_ELEMENT`), 16-bit outputs; the
 LM head, a MoE router and attention stay at the compute format (`UNQUANTISED_GEMMS`). The
 table is costed twice, at the compute and at the GEMM format, and each row takes its own.
+W4A4 (`Platform.matmul` "fp4": NVFP4 on Blackwell's block-scaled tensor cores, as TensorRT-LLM
+runs it) is the same with e2m1 weights and inputs under an e4m3 scale per 16 elements
+(`accelsim.formats` nvfp4: 0.5625 bytes per element) and a dynamic per-block quantisation of
+each input (`work.BLOCK_QUANT_FLOPS_PER_ELEMENT`).
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ from accelsim.devices.energy import dynamic_energy_j
 from accelsim.devices.estimate import class_model, power_limits_w, voltage_floor
 from accelsim.devices.mapping import listed_vector_peak
 from accelsim.errors import AccelsimError
+from accelsim.formats import get_format
 from accelsim.llm.models import DecoderConfig
 from accelsim.llm.work import (
+    BLOCK_QUANT_FLOPS_PER_ELEMENT,
+    QUANT_FLOPS_PER_ELEMENT,
     Formats,
     Rows,
     Shard,
@@ -48,11 +55,15 @@ from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.stack_choice import resolve_software
 
 COMPUTE_FORMATS = ("fp16", "bf16")
-# Bytes per weight of each storage format.
-WEIGHT_FORMATS = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
-QUANTISED = ("fp8", "int8", "int4")
+# Bytes per weight of each storage format (fp4: NVFP4, its block scales included).
+WEIGHT_FORMATS = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5,
+                  "fp4": get_format("nvfp4").bytes_per_element}
+QUANTISED = ("fp8", "int8", "int4", "fp4")
 KV_FORMATS = ("fp16", "bf16", "fp8", "int8")  # KV cache (vLLM's kv_cache_dtype: auto, fp8)
-GEMM_FORMATS = ("fp8",)  # W8A8: GEMMs on the matrix units' fp8 (e4m3) mode, static scales
+# W8A8 / W4A4: GEMMs on the matrix units' fp8 (e4m3, static per-tensor scales) or fp4 (NVFP4)
+GEMM_FORMATS = ("fp8", "fp4")
+# Per element quantised by a GEMM input's producer, by GEMM format.
+QUANT_FLOPS = {"fp8": QUANT_FLOPS_PER_ELEMENT, "fp4": BLOCK_QUANT_FLOPS_PER_ELEMENT}
 UNQUANTISED_GEMMS = ("lm_head", "router", "attention")
 # NB: one fp16 scale per group of 128 weights (the AWQ / GPTQ default group size); zero points
 # and fp8's per-tensor scale are left out.
@@ -82,7 +93,7 @@ class Platform:
     tp: int = 1
     expert_parallel: bool = False
     kv: str | None = None
-    matmul: str | None = None  # the layers' GEMM format under W8A8 (fp8); None: `precision`
+    matmul: str | None = None  # the layers' GEMM format (W8A8 fp8, W4A4 fp4); None: `precision`
 
     @property
     def shard(self) -> Shard:
@@ -100,7 +111,8 @@ class Platform:
         kv = act if self.kv is None else WEIGHT_FORMATS[self.kv]
         if self.matmul is not None:  # W8A8: embedding and LM head stay at the compute format
             return Formats(weight_bytes_per_param(self.weights), act, kv,
-                           gemm_in_bytes=WEIGHT_FORMATS[self.matmul], head_weight_bytes=act)
+                           gemm_in_bytes=WEIGHT_FORMATS[self.matmul], head_weight_bytes=act,
+                           quant_flops=QUANT_FLOPS[self.matmul])
         return Formats(weight_bytes_per_param(self.weights), act, kv)
 
     @property
@@ -145,8 +157,8 @@ def check_platform(plat: Platform) -> None:
         raise AccelsimError(f"kv_precision '{plat.kv}': choose one of {', '.join(KV_FORMATS)}")
     if plat.matmul is not None and (plat.matmul not in GEMM_FORMATS
                                     or plat.weights not in (plat.matmul, plat.precision)):
-        raise AccelsimError(f"GEMM format '{plat.matmul}' with {plat.weights} weights: W8A8 "
-                            f"runs {', '.join(GEMM_FORMATS)} GEMMs on weights stored so "
+        raise AccelsimError(f"GEMM format '{plat.matmul}' with {plat.weights} weights: W8A8 / "
+                            f"W4A4 run {', '.join(GEMM_FORMATS)} GEMMs on weights stored so "
                             "(or, training, at the compute format)")
 
 

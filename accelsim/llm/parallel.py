@@ -14,6 +14,11 @@ simulated layer by layer as SimPy events on the link (`accelsim.llm.tp_events`).
 Pipeline parallelism (GPipe, Huang et al. 2019, arXiv:1811.06965): layers split over `pp`
 stages; a step's batch runs as min(batch, pp) microbatches, activations cross each stage
 boundary point to point, and stages idle in the fill and drain (the bubble).
+A replica larger than a node (training, `nodes`: Megatron's and NeMo's TP inside a node, PP
+across nodes) fills whole nodes: tp divides the node's GPUs, its stages split evenly over
+`replica_nodes` nodes, and a stage boundary between nodes crosses the system's NICs
+(`accelsim.interconnect.multinode.fabric`: the node's NICs shared by its GPUs). TP across
+nodes is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.links import transfer_time_s
+from accelsim.interconnect.multinode import fabric
 from accelsim.interconnect.nccl import AUTO, collective_time_s
 from accelsim.llm.models import DecoderConfig
 from accelsim.profiles.links import Link
@@ -38,6 +44,9 @@ class Layout:
     n_layers: int
     link: Link | None
     overlap_tp: bool = False  # all-reduces beside the compute, not after it
+    replica_nodes: int = 1  # nodes one replica fills (> 1: its stages cross the NICs)
+    network_bytes_per_s: float = 0.0  # one GPU's share of its node's NICs (replica_nodes > 1)
+    network_latency_s: float = 0.0
 
     @property
     def gpus(self) -> int:
@@ -65,11 +74,16 @@ class Layout:
 
     def p2p_s(self, message_bytes: float) -> float:
         """Activations across one stage boundary, s (0 without PP). NB: at the link's
-        published achieved bandwidth, one transfer at a time."""
+        published achieved bandwidth, one transfer at a time; a replica over several nodes
+        is paced by its slowest boundary, one between nodes: each of the stage's TP GPUs
+        sends its copy over its share of the NICs at once."""
         if self.pp == 1:
             return 0.0
         assert self.link is not None
-        return transfer_time_s(message_bytes, self.link, achieved=True)
+        in_node = transfer_time_s(message_bytes, self.link, achieved=True)
+        if self.replica_nodes == 1:
+            return in_node
+        return max(in_node, self.network_latency_s + message_bytes / self.network_bytes_per_s)
 
     def microbatches(self, seqs: int) -> int:
         """Microbatches a step of `seqs` sequences runs as: as many as stages, at most one
@@ -87,9 +101,31 @@ def replicas(devices: int | None, lay: Layout, system: Any, default: int = 1) ->
     return devices // lay.gpus
 
 
+def _replica_nodes(system: Any, tp: int, pp: int, nodes: int) -> int:
+    """Nodes one tp x pp replica fills (1: it fits one node); AccelsimError where it cannot
+    span `nodes` nodes of `system` (module docstring)."""
+    per_node = system.device_count
+    if tp * pp <= per_node:
+        return 1
+    if nodes == 1:
+        raise AccelsimError(f"tp x pp = {tp} x {pp} = {tp * pp} GPUs, but '{system.name}' has "
+                            f"{per_node}: choose a system with more (e.g. dgx-a100, dgx-h100), "
+                            "a smaller split, or train over --nodes")
+    if tp > per_node or per_node % tp or (tp * pp) % per_node:
+        raise AccelsimError(f"tp x pp = {tp} x {pp} over nodes of {per_node} GPUs: a replica "
+                            f"fills whole nodes with tp dividing {per_node} (tensor "
+                            "parallelism across nodes is not modelled)")
+    span = tp * pp // per_node
+    if nodes % span:
+        raise AccelsimError(f"nodes = {nodes}: a tp x pp = {tp * pp}-GPU replica fills {span} "
+                            f"nodes of {per_node}; nodes must be a multiple of {span}")
+    return span
+
+
 def layout(cfg: DecoderConfig, system: Any, tp: int, pp: int,
-           overlap_tp: bool = False, expert_parallel: bool = False) -> Layout:
-    """The split, checked against the model and the system (AccelsimError naming the knob)."""
+           overlap_tp: bool = False, expert_parallel: bool = False, nodes: int = 1) -> Layout:
+    """The split, checked against the model and the system (AccelsimError naming the knob);
+    `nodes` (training): the nodes the run spans, which a replica may fill several of."""
     if expert_parallel and (not cfg.is_moe or cfg.n_experts % tp):
         raise AccelsimError(f"knob 'expert_parallel': needs a mixture-of-experts model whose "
                             f"experts the {tp} tensor-parallel GPUs share evenly; {cfg.name} "
@@ -105,12 +141,13 @@ def layout(cfg: DecoderConfig, system: Any, tp: int, pp: int,
                                else ""))
     if pp > cfg.n_layers:
         raise AccelsimError(f"knob 'pp' = {pp}: {cfg.name} has only {cfg.n_layers} layers")
-    if tp * pp > system.device_count:
-        raise AccelsimError(f"tp x pp = {tp} x {pp} = {tp * pp} GPUs, but '{system.name}' has "
-                            f"{system.device_count}: choose a system with more (e.g. "
-                            "dgx-a100, dgx-h100) or a smaller split")
+    span = _replica_nodes(system, tp, pp, nodes)
     link = system.device_to_device
     if tp * pp > 1 and link is None:
         raise AccelsimError(f"system '{system.name}' has no GPU-to-GPU link for tp/pp")
     # the link also carries data-parallel traffic between replicas of one GPU (training)
-    return Layout(tp, pp, cfg.n_layers, link, bool(overlap_tp))
+    if span == 1:
+        return Layout(tp, pp, cfg.n_layers, link, bool(overlap_tp))
+    fab = fabric(system, span)  # AccelsimError where the system has no NICs
+    return Layout(tp, pp, cfg.n_layers, link, bool(overlap_tp), span,
+                  fab.network_bandwidth_bytes_per_s, fab.network_latency_s)

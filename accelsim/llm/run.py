@@ -25,6 +25,7 @@ import pandas as pd
 
 from accelsim.devices.estimate import capacity_bytes
 from accelsim.errors import AccelsimError
+from accelsim.formats import get_format
 from accelsim.llm.costs import QUANTISED, Platform, check_platform
 from accelsim.llm.infer import infer_batch
 from accelsim.llm.memory import memory_plan
@@ -52,12 +53,15 @@ SERVE_ONLY = ("batching", "length_dist", "slo_ttft_s", "slo_tpot_s", "chunked_pr
 
 def _formats(precision: str, weights: str | None, profile: Any, notes: list[str],
              mode: str = "infer") -> tuple[str, str, str | None]:
-    """(compute format, weight format, W8A8 GEMM format or None) from the scenario precision
-    and weight_precision. fp8 runs W8A8 on a GPU whose matrix units list fp8 (Hopper, Ada,
-    Blackwell, CDNA3), weight-only elsewhere or when --weight-precision is given; a training
-    step in fp8 runs bf16 with fp8 GEMMs (Transformer Engine's recipe)."""
+    """(compute format, weight format, W8A8 / W4A4 GEMM format or None) from the scenario
+    precision and weight_precision. fp8 runs W8A8 on a GPU whose matrix units list fp8 (Hopper,
+    Ada, Blackwell, CDNA3), fp4 (NVFP4) W4A4 on one that lists fp4 (Blackwell); each runs
+    weight-only elsewhere or when --weight-precision is given. A training step in fp8 runs
+    bf16 with fp8 GEMMs (Transformer Engine's recipe); fp4 training is not modelled."""
     fp8_units = (profile.device_class == "gpu"
                  and "fp8" in profile.compute.matrix_peak_flops_per_s)
+    if get_format(precision).block_elements is not None:  # fp4, nvfp4, mxfp4
+        return _fp4_formats(get_format(precision).name, weights, profile, notes, mode)
     if mode == "train" and precision.startswith("fp8") and weights is None:
         if not fp8_units:
             raise AccelsimError(f"{profile.name} has no fp8 matrix units to train in fp8: "
@@ -90,6 +94,31 @@ def _formats(precision: str, weights: str | None, profile: Any, notes: list[str]
     return precision, weights or precision, None
 
 
+def _fp4_formats(precision: str, weights: str | None, profile: Any, notes: list[str],
+                 mode: str) -> tuple[str, str, str | None]:
+    """`_formats` for a 4-bit float precision: W4A4 NVFP4 where the GPU's matrix units list
+    fp4, weight-only 4-bit elsewhere or under --weight-precision."""
+    if mode == "train":
+        raise AccelsimError(f"--precision {precision} training is not modelled (NVFP4 training "
+                            "keeps some layers and the gradients' GEMMs in higher "
+                            "precision): train in bf16, fp16 or fp8")
+    layout = ("NVFP4 layout: e2m1 codes with an e4m3 scale per 16 elements, 0.5625 B per "
+              "element" + ("; MXFP4's e8m0 scale per 32 would save 0.03 B, not modelled"
+                           if precision == "mxfp4" else ""))
+    fp4_units = (profile.device_class == "gpu"
+                 and "fp4" in profile.compute.matrix_peak_flops_per_s)
+    if weights is None and fp4_units:
+        notes.append(f"--precision {precision}: W4A4, the layers' GEMMs on fp4 tensor cores "
+                     f"with fp4 weights and activations ({layout}; each GEMM input quantised "
+                     "per block by the kernel before it); LM head, attention and elementwise "
+                     "work in fp16 (--kv-precision fp8 an fp8 KV cache)")
+        return "fp16", "fp4", "fp4"
+    why = (f"{profile.name} has no fp4 matrix units: " if weights is None else "")
+    notes.append(f"{why}--precision {precision} runs weight-only (fp4 weights dequantised to "
+                 f"fp16 inside the GEMM; {layout})")
+    return "fp16", weights or "fp4", None
+
+
 def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platform, Layout]:
     sc = cfg.scenario
     if cfg.decoder is None and not is_decoder(sc.model):
@@ -117,8 +146,9 @@ def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platfor
     plat = Platform(model, profile, stack, compute, weights, cfg.llm.get("tp", 1), ep,
                     cfg.llm.get("kv_precision"), matmul)
     check_platform(plat)
+    nodes = cfg.train.get("nodes", 1) if (cfg.mode or sc.mode) == "train" else 1
     lay = layout(model, system, plat.tp, cfg.llm.get("pp", 1), cfg.llm.get("overlap_tp", False),
-                 ep)
+                 ep, nodes)
     return model, system, profile, plat, lay
 
 

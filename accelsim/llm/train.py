@@ -9,7 +9,9 @@ the device's class model.
 A step: `microbatches` micro-batches of `micro_batch` sequences of `seq` tokens per replica
 (gradient accumulation, and the pipeline's microbatches), each forward then backward (with full
 recomputation: the forward again before the backward) through `pp` stages (GPipe / 1F1B bubble:
-(m + pp - 1) stage passes for m microbatches). A stage's layers run with their TP collectives as
+(m + pp - 1) stage passes for m microbatches; with `virtual_stages` v chunks per GPU, Megatron's
+interleaved 1F1B, Narayanan et al. 2021, arXiv:2104.04473: m + (pp - 1) / v passes, each with v
+times the stage-boundary transfers). A stage's layers run with their TP collectives as
 SimPy events on the link, as in inference (`accelsim.llm.tp_events`; `overlap_tp` means the
 same in both): two all-reduces per layer forward and two backward (Megatron-LM), or with expert
 parallelism one all-reduce and two all-to-alls each way. Then the data-parallel gradient
@@ -95,10 +97,22 @@ class TrainSplit:
     bucket_bytes: float = DEFAULT_BUCKET_MIB * MIB
     allreduce: str = "ring"
     device_spread: float = 0.0  # relative std of step time between GPUs (`sim.straggler`)
+    virtual_stages: int = 1  # model chunks per GPU (interleaved 1F1B)
 
-    def check(self) -> None:
+    def check(self, lay: Layout | None = None) -> None:
         if self.zero not in ZERO_STAGES:
             raise AccelsimError(f"knob 'zero' = {self.zero!r}: choose one of 0, 1, 2, 3")
+        v = self.virtual_stages
+        if v == 1 or lay is None:
+            return
+        if lay.pp == 1 or lay.layers_per_stage % v or lay.n_layers % lay.pp:
+            raise AccelsimError(f"knob 'vp' = {v}: interleaving needs pp > 1 and stages of "
+                                f"equal layers that vp divides ({lay.n_layers} layers over "
+                                f"pp {lay.pp})")
+        if self.microbatches % lay.pp:
+            raise AccelsimError(f"knob 'vp' = {v}: the interleaved schedule runs micro-batches "
+                                f"in groups of pp = {lay.pp}; accumulate = "
+                                f"{self.microbatches} is not a multiple")
 
 
 def _backward(work: pd.DataFrame) -> pd.DataFrame:
@@ -155,14 +169,19 @@ def train_memory(plat: Platform, lay: Layout, split: TrainSplit,
     act = plat.formats.act_bytes
     routed = cfg.experts_per_token * shard.experts(cfg) / cfg.n_experts
     # NB: what a layer saves per token: both norms' inputs and outputs, QKV, the attention
-    # output (FlashAttention keeps no scores), the FFN's gate, up and product.
-    per_token = act * (4 * cfg.d_model + cfg.qkv_out / plat.tp
+    # output (FlashAttention keeps no scores), the FFN's gate, up and product; sequence
+    # parallelism (Korthikanti et al. 2022, arXiv:2205.05198) splits the norms' over TP.
+    norms = 4 * cfg.d_model / (plat.tp if plat.stack.sequence_parallel else 1)
+    per_token = act * (norms + cfg.qkv_out / plat.tp
                        + shard.heads(cfg) * cfg.head_dim + 3 * shard.d_ff(cfg) * routed)
     if split.recompute:  # the layer inputs, and one layer's whole set while it recomputes
         per_token_stage = act * cfg.d_model * lay.layers_per_stage + per_token
     else:
         per_token_stage = per_token * lay.layers_per_stage
-    in_flight = min(split.microbatches, lay.pp)
+    # 1F1B's first stage holds pp micro-batches; interleaved, its warm-up holds
+    # 2 (pp - 1) + (v - 1) pp + 1 chunks of 1/v of its layers (Megatron's schedule)
+    v = split.virtual_stages
+    in_flight = min(split.microbatches, lay.pp + (lay.pp - 1) / v if v > 1 else lay.pp)
     tokens = split.micro_batch * split.seq
     logits = tokens * shard.vocab(cfg) * LOGIT_BYTES
     mem = {
@@ -200,11 +219,25 @@ def _stage_passes(plat: Platform, lay: Layout, split: TrainSplit, fwd_s: float, 
             "busy_s": n * (1 + again) * coll_s, "events": float(f_events + b_events)}
 
 
+def _p2p_exposed_s(plat: Platform, lay: Layout, v: int, msg_bytes: float, forward_s: float,
+                   backward_s: float) -> float:
+    """Stage-boundary transfer time on a stage's critical path per micro-batch: one send
+    forward and one backward per model chunk. Under sequence parallelism each TP GPU sends
+    its sequence shard (msg / tp). Interleaved (v > 1) the sends are posted asynchronously and
+    hide behind the next chunk's compute (NeMo's overlap_p2p_comm, set in its GPT-3 175B
+    recipe beside interleaving); otherwise they are serial."""
+    shard = msg_bytes / (lay.tp if plat.stack.sequence_parallel and lay.tp > 1 else 1)
+    p2p = lay.p2p_s(shard if v > 1 else msg_bytes)
+    if v == 1:
+        return 2 * p2p
+    return v * (max(p2p - forward_s / v, 0.0) + max(p2p - backward_s / v, 0.0))
+
+
 def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: float,
                system: Any) -> dict[str, Any]:
     """Time, throughput, MFU, memory and energy of one training step (module docstring); SI
     units. `system`: the node (its links and NICs carry the exchanges)."""
-    split.check()
+    split.check(lay)
     work, gemms = _micro_rows(plat, split)
     done = cost_frames(plat, work.drop(columns="shape"), gemms).assign(shape=work["shape"])
     # Every GPU of the step is synchronised (TP each layer, PP each micro-batch, DP each step):
@@ -222,9 +255,12 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
     tokens = split.micro_batch * split.seq
     msg = tokens * plat.cfg.d_model * plat.formats.act_bytes
     tp = _stage_passes(plat, lay, split, fwd[0], bwd[0])
-    stage_s = tp["forward_s"] + tp["backward_s"] + fwd[1] + bwd[1] + 2 * lay.p2p_s(msg)
+    v = split.virtual_stages
+    stage_s = tp["forward_s"] + tp["backward_s"] + fwd[1] + bwd[1] + _p2p_exposed_s(
+        plat, lay, v, msg, tp["forward_s"], tp["backward_s"])
     m, pp = split.microbatches, lay.pp
-    compute_s = (m + pp - 1) * stage_s
+    passes = m + (pp - 1) / v  # stage passes on the critical path, the bubble's included
+    compute_s = passes * stage_s
     params = _params_per_gpu(plat, lay)
     opt_s, opt_j = _optimizer(plat, params / (split.dp if split.zero >= 1 else 1))
     opt_s *= pace
@@ -259,8 +295,8 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
         "step_time_s": step_s, "tokens_per_s": step_tokens / step_s,
         "global_batch_tokens": step_tokens,
         "mfu": None if peak is None else float(model_flops / (step_s * peak * gpus)),
-        "model_flops_per_step": float(model_flops), "pipeline_bubble": (pp - 1) / (m + pp - 1),
-        "tp_comm_s": (m + pp - 1) * tp["exposed_s"], "tp_events": int(tp["events"]),
+        "model_flops_per_step": float(model_flops), "pipeline_bubble": (passes - m) / passes,
+        "tp_comm_s": passes * tp["exposed_s"], "tp_events": int(tp["events"]),
         # every DP collective timed (ZeRO-3's weight gathers included); the algorithm of each
         # (`dp_events.algorithm_summary`: one name when they all run the same)
         "dp_comm_s": dp_s, "dp_collectives": dp["collectives"],

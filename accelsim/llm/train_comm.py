@@ -63,10 +63,15 @@ def dp_step(plat: Platform, lay: Layout, split: Any, system: Any, backward: pd.D
     if split.dp == 1:
         return {"end_s": window_s + optimizer_s, "records": _frame([]), "collectives": 0,
                 "algorithm": None, "share": 0.0, "intra": None, "network": None, "notes": []}
-    if split.dp % split.nodes:
+    if lay.replica_nodes > 1:
+        # each data-parallel group holds one GPU of each replica, every one on its own node,
+        # beside the node's other GPUs' groups
+        fab = dp_fabric(system, 1, split.dp, system.device_count)
+    elif split.dp % split.nodes:
         raise AccelsimError(f"nodes = {split.nodes}: {split.dp} replicas do not split evenly "
                             "over the nodes")
-    fab = dp_fabric(system, split.dp // split.nodes, split.nodes, lay.gpus)
+    else:
+        fab = dp_fabric(system, split.dp // split.nodes, split.nodes, lay.gpus)
     link = fab.intra if fab.intra is not None else fab.network
     share, notes = 0.0, []
     if split.overlap_dp and link is not None:

@@ -46,11 +46,18 @@ def _split(cfg: Any, lay: Layout, system: Any, seq: int) -> TrainSplit:
         raise AccelsimError(f"knob 'allreduce' = {algo!r} names the all-reduce's algorithm; "
                             "ZeRO >= 1 exchanges gradients by reduce-scatter and all-gather "
                             "(NCCL's choice): drop --allreduce or use ZeRO 0")
-    per_node = replicas(cfg.devices, lay, system, system.device_count // lay.gpus)
-    return TrainSplit(per_node * nodes, cfg.scenario.batch_size, seq, t.get("accumulate", 1),
+    if lay.replica_nodes > 1:  # a replica fills whole nodes (`parallel.layout`)
+        if cfg.devices is not None:
+            raise AccelsimError(f"devices = {cfg.devices}: a tp x pp = {lay.gpus}-GPU replica "
+                                "spans nodes; --nodes sets the replicas")
+        dp = nodes // lay.replica_nodes
+    else:
+        dp = replicas(cfg.devices, lay, system, system.device_count // lay.gpus) * nodes
+    return TrainSplit(dp, cfg.scenario.batch_size, seq, t.get("accumulate", 1),
                       cfg.llm.get("zero", 0), bool(cfg.llm.get("recompute", False)), nodes,
                       bool(t.get("overlap_allreduce", True)),
-                      float(t.get("bucket_mb", DEFAULT_BUCKET_MIB)) * MIB, algo)
+                      float(t.get("bucket_mb", DEFAULT_BUCKET_MIB)) * MIB, algo,
+                      virtual_stages=cfg.llm.get("vp", 1))
 
 
 def _spread(cfg: Any, plat: Platform) -> float:
@@ -100,7 +107,8 @@ def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_by
                      "software": plat.stack.name, "compute_precision": plat.precision,
                      "software_default": cfg.software == DEFAULT, "system": system.name,
                      "fused_attention": plat.fused_attention},
-        "tp": lay.tp, "pp": lay.pp, "dp": split.dp, "zero": split.zero, "nodes": split.nodes,
+        "tp": lay.tp, "pp": lay.pp, "vp": split.virtual_stages, "dp": split.dp,
+        "zero": split.zero, "nodes": split.nodes,
         "overlap_allreduce": split.overlap_dp, "bucket_bytes": split.bucket_bytes,
         "recompute": split.recompute, "accumulate": split.microbatches, "layers": [],
         "unsupported_ops": [], "notes": notes, "memory": mem,

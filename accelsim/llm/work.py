@@ -38,6 +38,10 @@ SKINNY_ROW_MULTIPLE = 8
 # RMSNorm / SwiGLU / attention-output quantisation): a multiply by the static per-tensor scale
 # and a convert per element; calibrated static scales need no amax pass.
 QUANT_FLOPS_PER_ELEMENT = 2.0
+# NB: NVFP4 activations take a dynamic scale per block of 16: an abs-max compare per element,
+# then the multiply by the block's reciprocal scale and the convert; the block scale's own
+# e4m3 convert is 1/16 of an operation per element and left out.
+BLOCK_QUANT_FLOPS_PER_ELEMENT = 3.0
 
 
 @dataclass(frozen=True)
@@ -86,15 +90,17 @@ class Shard:
 @dataclass(frozen=True)
 class Formats:
     """Bytes per element: weights (a storage format, possibly quantised) and activations / KV
-    cache (the compute format). Under W8A8 (`gemm_in_bytes` set: fp8 GEMMs) the layers' weight
-    GEMMs read their input activation at `gemm_in_bytes`, written so by the kernel before them
-    (norm, SwiGLU/GELU, attention), and the embedding and LM head keep `head_weight_bytes`."""
+    cache (the compute format). Under W8A8 or W4A4 (`gemm_in_bytes` set: fp8 or fp4 GEMMs)
+    the layers' weight GEMMs read their input activation at `gemm_in_bytes`, written so by the
+    kernel before them (norm, SwiGLU/GELU, attention) at `quant_flops` per element, and the
+    embedding and LM head keep `head_weight_bytes`."""
 
     weight_bytes: float
     act_bytes: float
     kv_bytes: float
     gemm_in_bytes: float | None = None  # None: the GEMMs read activations at act_bytes
     head_weight_bytes: float | None = None  # None: weight_bytes
+    quant_flops: float = QUANT_FLOPS_PER_ELEMENT  # per element a producer quantises
 
     @property
     def gemm_in(self) -> float:
@@ -192,7 +198,7 @@ def elementwise_rows(r: Rows, name: str, kinds: tuple[OpKind, ...], elems: float
     flops_per = sum(elementwise_flops(kind)[0] for kind in kinds)
     out_bytes = fmt.act_bytes
     if feeds_gemm and fmt.quantised_inputs:
-        flops_per += QUANT_FLOPS_PER_ELEMENT
+        flops_per += fmt.quant_flops
         out_bytes = fmt.gemm_in
     r.add(name, kinds[0], flops_per * elems, inputs * elems * fmt.act_bytes + w,
           elems * out_bytes, w)
@@ -270,7 +276,7 @@ def attention_rows(r: Rows, cfg: DecoderConfig, shard: Shard, step: Step, fmt: F
     # the output feeds o_proj: written at its input format (quantised in-kernel under W8A8)
     write_b = t * heads * hd * fmt.gemm_in + t * kv_elems * fmt.kv_bytes
     if fmt.quantised_inputs:
-        flops += QUANT_FLOPS_PER_ELEMENT * t * heads * hd
+        flops += fmt.quant_flops * t * heads * hd
     if not fused:
         # NB: eager attention writes the scores, reads them for softmax, writes the
         # probabilities and reads them for PV (the causal mask skips no memory traffic here).

@@ -27,7 +27,7 @@ from accelsim.physical import BANDWIDTH, BYTES, FLOP_RATE, FREQUENCY, POWER
 from accelsim.schema import Field, count, flag, positive, text, texts
 from accelsim.workload.ops import OpKind
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
 INTEGER_PRECISIONS = frozenset({"int8"})
 MEMORY_TECHNOLOGIES = (
     "ddr3", "ddr4", "ddr5", "lpddr4", "lpddr4x", "lpddr5", "gddr6", "gddr6x", "hbm2", "hbm2e",

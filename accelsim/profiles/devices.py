@@ -33,7 +33,7 @@ the Python attribute is `<base>` plus the SI suffix:
     peaks:        peak_tflops_<p>[_dense|_sparse] (floats), peak_tops_int8[...] (int8)
                   -> FLOP/s in a dict keyed by precision (OP/s for int8; 1 MAC = 2 ops)
 Counts (`sm_count`, `cores`, `mxu_rows`, `dsp_slices`, `simd_width_bits`, ...) are whole numbers.
-Precisions: fp32, tf32, fp16, bf16, fp8, int8.
+Precisions: fp32, tf32, fp16, bf16, fp8, fp4 (NVFP4 / MXFP4), int8.
 
 [compute]  all classes. `clock_<mhz>` is the clock the peaks are rated at (GPU boost, CPU base,
     TPU core, FPGA kernel clock); required for gpu, tpu, fpga, cpu.

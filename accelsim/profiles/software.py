@@ -55,7 +55,8 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
     [llm]                  optional, for decoders (`accelsim.llm`): kv_block_tokens (int >= 1,
                            tokens per paged KV-cache block), max_running_sequences (int >= 1,
                            a server's default largest running batch), memory_reserve_fraction
-                           [0, 1] (device memory left to context, allocator, buffers)
+                           [0, 1] (device memory left to context, allocator, buffers),
+                           sequence_parallel (bool, training: norms' activations split over TP)
     (framework_cores_per_device and [llm] absent: the device class's default stack's figure)
     [allocator] fresh_page_us > 0, page_bytes int, mmap_threshold_kib int   optional, CPU
                            only: the C allocator under the stack's kernels (a measured stack):
@@ -174,7 +175,8 @@ def stack_fields() -> tuple[Field, ...]:
         Field("llm", dict, required=False, sub=(
             count("kv_block_tokens", high=MAX_INPUT, required=False),
             count("max_running_sequences", high=MAX_BATCH, required=False),
-            Field("memory_reserve_fraction", float, required=False, low=0.0, high=1.0))),
+            Field("memory_reserve_fraction", float, required=False, low=0.0, high=1.0),
+            Field("sequence_parallel", bool, required=False))),
         Field("allocator", dict, required=False, sub=(
             positive("fresh_page_us", US, "fresh_page_s", span=DURATION),
             count("page_bytes"), count("mmap_threshold_kib"))),
@@ -211,6 +213,7 @@ class SoftwareStack:
     kv_block_tokens: int | None = None  # None (and below): the stack gives none
     max_running_sequences: int | None = None
     memory_reserve_fraction: float | None = None
+    sequence_parallel: bool = False  # training with TP: Megatron's sequence parallelism
     # (fresh_page_s, page_bytes, mmap_threshold_bytes): `[allocator]`; None: no fault term
     allocator: tuple[float, int, int] | None = None
     # `[cpu_passes]`: measured element-pass tables by pass name (`pass_tables.PassTable`)
@@ -313,6 +316,7 @@ def _from_values(name: str, v: dict[str, Any], sources: dict[str, str]) -> Softw
         framework_cores_per_device=host.get("framework_cores_per_device"),
         **{k: (v.get("llm") or {}).get(k) for k in ("kv_block_tokens", "max_running_sequences",
                                                     "memory_reserve_fraction")},
+        sequence_parallel=bool((v.get("llm") or {}).get("sequence_parallel")),
         allocator=(None if not v.get("allocator") else
                    (v["allocator"]["fresh_page_s"], v["allocator"]["page_bytes"],
                     v["allocator"]["mmap_threshold_kib"] * 1024)))

@@ -173,12 +173,15 @@ def _log_err(pred: float | None, meas: float) -> float | None:
     return None if not pred or pred <= 0 else abs(math.log(pred / meas))
 
 
-def fit(cases: list[LlmCase], jobs: int) -> dict[str, Any]:
+def fit(cases: list[LlmCase], jobs: int, stacks: tuple[str, ...] = tuple(FIT_GRID)
+        ) -> dict[str, Any]:
     """Each stack's rows predicted at every grid point; the in-sample best point (least
     median |log error|) and, per source left out, the point fitted on the other sources with
     its errors on the one left out."""
     out: dict[str, Any] = {}
     for stack, grid in FIT_GRID.items():
+        if stack not in stacks:
+            continue
         rows = [c for c in cases if c.knobs.get("software") == stack]
         keys = list(grid)
         points = [dict(zip(keys, values, strict=True)) for values in product(*grid.values())]
@@ -263,6 +266,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--fit", action="store_true", help="fit the stacks' modifiers on a grid "
                     "(results/llm_fit.json), with leave-one-source-out folds")
+    ap.add_argument("--stack", default=None, choices=sorted(FIT_GRID),
+                    help="with --fit: refit this stack only, keeping the others' results")
     args = ap.parse_args()
     cases, skipped = llm_cases(CSV)
     total = len(cases) + len(skipped)
@@ -270,9 +275,12 @@ def main() -> None:
         cases = [c for c in cases if c.id.startswith(args.only)]
     t0 = time.perf_counter()
     if args.fit:
-        result = fit(cases, args.jobs)
-        (ROOT / "benchmarks" / "results" / "llm_fit.json").write_text(
-            json.dumps(result, indent=1) + "\n")
+        fit_path = ROOT / "benchmarks" / "results" / "llm_fit.json"
+        stacks = tuple(FIT_GRID) if args.stack is None else (args.stack,)
+        result = fit(cases, args.jobs, stacks)
+        if args.stack is not None and fit_path.exists():
+            result = json.loads(fit_path.read_text()) | result
+        fit_path.write_text(json.dumps(result, indent=1) + "\n")
         for stack, r in result.items():
             print(stack, r["rows"], "rows; best", r["best"],
                   {s: (f["point"], f["median_abs_error"]) for s, f in r["folds"].items()})

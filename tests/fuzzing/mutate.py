@@ -67,7 +67,7 @@ BAD_LINES = (
     "[sources]", "[[sources]]", "\t\t\t", "a = 1\na = 1", "[a]\n[a]", "b = [1, 2", "c = {",
     "d = 1979-05-27T07:32:00Z", "e = '''\n",
 )
-UNKNOWN_KEYS = ("bogus", "clock_thz", "tdp_kw", "capacity_pb", "peak_tflops_fp4_dense",
+UNKNOWN_KEYS = ("bogus", "clock_thz", "tdp_kw", "capacity_pb", "peak_tflops_fp6_dense",
                 "bandwidth_mb_s", "sources", "class", "count", "latency_ms", "x" * 200)
 
 

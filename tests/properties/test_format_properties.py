@@ -18,6 +18,10 @@ _finite32 = st.floats(
 )
 _arrays = arrays(np.float32, st.integers(1, 40), elements=_finite32)
 _FLOAT_FORMATS = [n for n, f in FORMATS.items() if not f.is_integer]
+# NB: a block-scaled format is monotone within a block only: a larger value in a block with a
+# larger amax can round below a smaller one in a finer block
+_ELEMENTWISE = [n for n, f in FORMATS.items() if f.block_elements is None]
+_BLOCKED = [n for n, f in FORMATS.items() if f.block_elements is not None]
 
 
 @settings(max_examples=40, deadline=None)
@@ -28,11 +32,36 @@ def test_rounding_is_idempotent(x: np.ndarray, name: str) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(x=_arrays, name=st.sampled_from(list(FORMATS)))
+@given(x=_arrays, name=st.sampled_from(_ELEMENTWISE))
 def test_rounding_is_monotone(x: np.ndarray, name: str) -> None:
     xs = np.sort(x)
     y = round_to_format(xs, name)
     assert np.all(y[1:] >= y[:-1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(x=_arrays, name=st.sampled_from(_BLOCKED))
+def test_block_rounding_is_monotone_within_each_block(x: np.ndarray, name: str) -> None:
+    n = FORMATS[name].block_elements
+    xs = np.concatenate([np.sort(x[i:i + n]) for i in range(0, len(x), n)])
+    y = round_to_format(xs, name)
+    for i in range(0, len(y), n):
+        assert np.all(np.diff(y[i:i + n]) >= 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(x=_arrays, name=st.sampled_from(_BLOCKED))
+def test_block_rounding_keeps_each_block_within_its_amax_bound(x: np.ndarray,
+                                                              name: str) -> None:
+    # a block's largest output is 6 x its scale. NVFP4: the scale is amax / 6 rounded to e4m3,
+    # at most half a step (1/16) up, so |y| <= amax * 17/16. MXFP4: the power-of-two scale
+    # leaves amax / scale in [4, 8), and e2m1 rounds (5, 8) to 6: |y| < amax * 6/5.
+    bound = {"nvfp4": 17 / 16, "mxfp4": 6 / 5}[name]
+    n = FORMATS[name].block_elements
+    y = round_to_format(x, name)
+    for i in range(0, len(x), n):
+        amax = float(np.max(np.abs(x[i:i + n])))
+        assert float(np.max(np.abs(y[i:i + n]))) <= amax * bound * (1 + 1e-6) + 1e-45
 
 
 @settings(max_examples=40, deadline=None)

@@ -203,4 +203,4 @@ def test_models_too_large_are_refused() -> None:
 
 def test_unknown_precision_is_refused() -> None:
     with pytest.raises(AccelsimError, match="precision"):
-        run_graph(tiny_cnn(), 1, "fp4")
+        run_graph(tiny_cnn(), 1, "fp6")

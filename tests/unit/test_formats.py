@@ -35,14 +35,16 @@ def _wide_float32(n: int) -> np.ndarray:
 
 
 def test_closed_set_and_aliases() -> None:
-    assert set(FORMATS) == {"fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8"}
+    assert set(FORMATS) == {"fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8",
+                            "nvfp4", "mxfp4"}
     assert get_format("fp8") is FORMATS["fp8_e4m3"]
+    assert get_format("fp4") is FORMATS["nvfp4"]
     assert get_format("BF16") is FORMATS["bf16"]
     assert get_format(FORMATS["fp16"]) is FORMATS["fp16"]
     assert FORMATS["tf32"].bytes_per_element == 4
     assert FORMATS["int8"].is_integer and FORMATS["int8"].mantissa_bits is None
-    with pytest.raises(UnknownNameError, match="fp4") as e:
-        get_format("fp4")
+    with pytest.raises(UnknownNameError, match="fp6") as e:
+        get_format("fp6")
     assert isinstance(e.value, AccelsimError) and "fp8_e4m3" in str(e.value)
 
 

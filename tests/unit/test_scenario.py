@@ -42,7 +42,7 @@ def test_good_file(tmp_path):
         (("batch_size = 32", 'batch_size = "32"'), "batch_size", "'32'"),
         (("batch_size = 32", "batch_size = true"), "batch_size", "True"),
         (('mode = "train"', 'mode = "fly"'), "mode", "'fly'"),
-        (('precision = "bf16"', 'precision = "fp4"'), "precision", "'fp4'"),
+        (('precision = "bf16"', 'precision = "fp6"'), "precision", "'fp6'"),
         (("image_size = 64", "image_size = -1"), "input.image_size", "-1"),
         (("image_size = 64", "seq_len = 64"), "input.seq_len", "64"),
         (("prefetch_batches = 0", "prefetch_batches = -1"), "pipeline.prefetch_batches", "-1"),

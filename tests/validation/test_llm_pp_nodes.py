@@ -1,0 +1,86 @@
+"""Decoder training with a replica over several nodes (issue 20 item 6, in part): pipeline
+stages across the NICs, Megatron's interleaved schedule and sequence parallelism, against
+closed forms (the fabric's per-GPU NIC share, the interleaved bubble (pp - 1) / v, the norms'
+activation bytes split over TP)."""
+
+import pytest
+
+from accelsim.errors import AccelsimError
+from accelsim.interconnect.multinode import fabric
+from accelsim.llm.costs import Platform
+from accelsim.llm.models import decoder
+from accelsim.llm.parallel import layout
+from accelsim.llm.train import TrainSplit, train_memory, train_step
+from accelsim.profiles.devices import load_profile
+from accelsim.profiles.systems import load_system
+from accelsim.run import run_simulation
+from accelsim.sim.knobs import make_config
+
+CFG, DGX = decoder("llama-2-70b"), load_system("dgx-h100")
+# tp 2 x pp 4: one node of 8 (cheap stage transfers); 80 layers, 20 a stage
+MEGATRON = Platform(CFG, load_profile("h100"), "megatron", "bf16", "bf16", 2)
+EAGER = Platform(CFG, load_profile("h100"), "pytorch-eager", "bf16", "bf16", 2)
+
+
+def test_a_stage_boundary_between_nodes_crosses_the_nics_at_the_fabric_share():
+    lay = layout(CFG, DGX, 4, 4, nodes=2)
+    assert lay.replica_nodes == 2
+    fab = fabric(DGX, 2)
+    msg = 4096 * CFG.d_model * 2.0
+    assert lay.p2p_s(msg) == pytest.approx(fab.network_latency_s
+                                           + msg / fab.network_bandwidth_bytes_per_s)
+    in_node = layout(CFG, DGX, 4, 2)  # the same stage boundary inside one node: NVLink
+    assert in_node.replica_nodes == 1 and in_node.p2p_s(msg) < lay.p2p_s(msg)
+
+
+@pytest.mark.parametrize(("tp", "pp", "nodes", "match"), [
+    (16, 1, 2, "tensor parallelism across nodes"),
+    (2, 6, 2, "whole nodes"),
+    (4, 4, 3, "multiple of 2"),
+    (4, 4, 1, "--nodes"),
+])
+def test_replicas_that_cannot_fill_whole_nodes_are_refused(tp, pp, nodes, match):
+    with pytest.raises(AccelsimError, match=match):
+        layout(decoder("llama-2-7b"), DGX, tp, pp, nodes=nodes)
+
+
+def test_interleaving_cuts_the_bubble_by_the_virtual_stages():
+    lay = layout(CFG, DGX, 2, 4)
+    m = 8
+    plain = train_step(MEGATRON, lay, TrainSplit(2, 1, 2048, microbatches=m), 80e9, DGX)
+    inter = train_step(MEGATRON, lay, TrainSplit(2, 1, 2048, microbatches=m,
+                                                 virtual_stages=5), 80e9, DGX)
+    assert plain["pipeline_bubble"] == pytest.approx(3 / (m + 3))
+    assert inter["pipeline_bubble"] == pytest.approx((3 / 5) / (m + 3 / 5))
+    assert inter["step_time_s"] < plain["step_time_s"]
+
+
+def test_interleaving_needs_stages_it_divides_and_microbatches_in_groups_of_pp():
+    lay = layout(CFG, DGX, 2, 4)
+    with pytest.raises(AccelsimError, match="vp"):
+        train_step(MEGATRON, lay, TrainSplit(2, 1, 2048, microbatches=8, virtual_stages=3),
+                   80e9, DGX)
+    with pytest.raises(AccelsimError, match="multiple"):
+        train_step(MEGATRON, lay, TrainSplit(2, 1, 2048, microbatches=6, virtual_stages=5),
+                   80e9, DGX)
+
+
+def test_sequence_parallelism_splits_the_norms_activations_over_tp():
+    lay, split = layout(CFG, DGX, 2, 4), TrainSplit(2, 1, 2048, microbatches=8)
+    sp = train_memory(MEGATRON, lay, split, 80e9)["activations_bytes"]
+    full = train_memory(EAGER, lay, split, 80e9)["activations_bytes"]
+    # per layer and token both norms' inputs and outputs: 4 x d_model at 2 bytes, half saved
+    # at tp 2, over the stage's layers and the pp = 4 micro-batches in flight
+    saved = 4 * CFG.d_model * 2.0 * (1 - 1 / 2) * lay.layers_per_stage * 2048 * 4
+    assert full - sp == pytest.approx(saved)
+
+
+def test_a_replica_over_two_nodes_trains_from_the_knobs():
+    r = run_simulation(make_config("llama-2-70b", "dgx-h100", mode="train", seq_len=4096,
+                                   batch=1, precision="fp8", tp=4, pp=4, vp=20, nodes=8,
+                                   accumulate=32, zero=1, software="megatron")).record
+    assert r["memory"]["fits"] and r["dp"] == 4 and r["devices"] == 64 and r["vp"] == 20
+    assert 0.2 < r["mfu"] < 0.8
+    with pytest.raises(AccelsimError, match="nodes"):
+        run_simulation(make_config("llama-2-70b", "dgx-h100", mode="train", seq_len=4096,
+                                   batch=1, precision="bf16", tp=4, pp=4, zero=1))
