@@ -211,12 +211,9 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
     tp, pp, cp = _int(notes_text, "TP"), _int(notes_text, "PP"), _int(notes_text, "CP")
     if cp > 1:
         return no(f"context parallelism CP={cp} is not modelled (issue 20 item 6)")
-    training = source == "nemo-24.07"
-    if tp > GPUS_PER_NODE or (tp * pp > GPUS_PER_NODE and not training):
-        return no(f"TP={tp} x PP={pp} spans nodes: " + (
-            "tensor parallelism across nodes is not modelled" if tp > GPUS_PER_NODE else
-            "an inference pipeline across nodes is not modelled (training's is)")
-            + " (issue 20 item 6)")
+    if tp > GPUS_PER_NODE:
+        return no(f"TP={tp} x PP={pp} spans nodes: tensor parallelism across nodes is not "
+                  "modelled (issue 20 item 6)")
     if model == "gpt-j-6b":
         return no("beam search (width 4, MLPerf's GPT-J rule) is not modelled, and the mean "
                   "prompt length of its CNN/DailyMail set was not found")
@@ -270,6 +267,8 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
     if "latency for the batch" in metric_text:
         knobs.pop("devices", None)  # one batch on the TP group (infer takes no device count)
         knobs["batch"] = int(row["batch_global"])
+        if tp * pp > GPUS_PER_NODE:  # a replica over whole nodes (its stages across them)
+            knobs["nodes"] = tp * pp // GPUS_PER_NODE
         return LlmCase(rid, source, model, hardware, knobs, "e2e_latency_s", value / 1e3,
                        gpus, tuple(notes))
     knobs.update(mode="serve", length_dist="fixed")

@@ -91,8 +91,19 @@ class Layout:
         return max(min(seqs, self.pp), 1)
 
 
-def replicas(devices: int | None, lay: Layout, system: Any, default: int = 1) -> int:
-    """Data-parallel model replicas: `devices` GPUs in splits of tp x pp (None: `default`)."""
+def replicas(devices: int | None, lay: Layout, system: Any, default: int = 1,
+             nodes: int = 1) -> int:
+    """Data-parallel model replicas: `devices` GPUs in splits of tp x pp (None: `default`);
+    a replica over several nodes: `nodes` over the nodes it fills."""
+    if lay.replica_nodes > 1:
+        if devices is not None:
+            raise AccelsimError(f"devices = {devices}: a tp x pp = {lay.gpus}-GPU replica "
+                                "spans nodes; --nodes sets the replicas")
+        return nodes // lay.replica_nodes
+    if nodes > 1:
+        raise AccelsimError(f"nodes = {nodes}: a decoder's tp x pp = {lay.gpus} replica fits "
+                            f"one node of {system.device_count}; --nodes applies to replicas "
+                            "larger than a node (replicas in one node: --devices)")
     if devices is None:
         return default
     if devices % lay.gpus or devices > system.device_count:

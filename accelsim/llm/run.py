@@ -146,10 +146,14 @@ def _setup(cfg: Any, notes: list[str]) -> tuple[DecoderConfig, Any, Any, Platfor
     plat = Platform(model, profile, stack, compute, weights, cfg.llm.get("tp", 1), ep,
                     cfg.llm.get("kv_precision"), matmul)
     check_platform(plat)
-    nodes = cfg.train.get("nodes", 1) if (cfg.mode or sc.mode) == "train" else 1
     lay = layout(model, system, plat.tp, cfg.llm.get("pp", 1), cfg.llm.get("overlap_tp", False),
-                 ep, nodes)
+                 ep, _nodes(cfg))
     return model, system, profile, plat, lay
+
+
+def _nodes(cfg: Any) -> int:
+    """The nodes of the run: training's knob, or a decoder inference's (an LLM knob)."""
+    return int(cfg.llm.get("nodes", cfg.train.get("nodes", 1)))
 
 
 def routes_to_llm(cfg: Any) -> bool:
@@ -216,6 +220,10 @@ def run_llm(cfg: SimulationConfig) -> SimulationResult:
         from accelsim.llm.serve import serve_record
 
         return serve_record(cfg, plat, lay, mem, system, prompt, output, notes)
+    nodes = _nodes(cfg)
+    if nodes != lay.replica_nodes:  # one batch runs on one replica
+        raise AccelsimError(f"nodes = {nodes}: one inference batch runs on one tp x pp = "
+                            f"{lay.gpus}-GPU replica, which fills {lay.replica_nodes} node(s)")
     batch = cfg.scenario.batch_size
     record = base_record(cfg, plat, lay, system, batch, mode)
     record["notes"] = notes

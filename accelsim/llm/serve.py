@@ -118,7 +118,7 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     chunk = llm.get("chunked_prefill")
     if chunk is not None and batching != "continuous":
         raise AccelsimError("chunked_prefill applies to continuous batching only")
-    replicas = replicas_of(cfg.devices, lay, system)
+    replicas = replicas_of(cfg.devices, lay, system, nodes=cfg.llm.get("nodes", 1))
     max_batch = serve.get("max_batch") or (
         cfg.scenario.batch_size if cfg.scenario.batch_size > 1
         else plat.stack.figure("llm.max_running_sequences", plat.profile.device_class))

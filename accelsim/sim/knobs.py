@@ -32,6 +32,7 @@ from accelsim.physical import (
 )
 from accelsim.sim.spec import DEFAULT_MAX_EVENTS, SimulationConfig
 from accelsim.sim.straggler import MAX_SPREAD
+from accelsim.workload.llm_configs import is_config_path, is_decoder
 from accelsim.workload.scenario import Scenario, resolve_workload
 from accelsim.workload.sources import is_decoder_only, model_decoder
 from accelsim.workload.sources import model_knob_defaults as model_knobs
@@ -43,6 +44,11 @@ SIMULATED = ("train", "serve")
 LLM = ("infer", "serve")  # token-level decoder knobs (accelsim.llm)
 ALL_LLM = ("infer", "serve", "train")
 
+
+
+def _is_decoder(model: str) -> bool:
+    """A decoder run's model: a decoder config file or a decoder name."""
+    return is_config_path(model) or is_decoder(model)
 
 @dataclass(frozen=True)
 class Knob:
@@ -57,6 +63,7 @@ class Knob:
     scale: float = 1.0  # user unit -> SI (max_wait_ms -> max_wait_s)
     low: float | None = None  # smallest value accepted (in the user's unit)
     high: float | None = None  # largest value accepted: a ceiling on work, or physics
+    decoder_modes: tuple[str, ...] = ()  # further modes it applies to for a decoder model
 
 
 # The ceilings on counts that size work (batch, devices, threads, ...) are in
@@ -120,8 +127,9 @@ _KNOBS = (
          "step (default: the device class's fitted value, 0 where none)", low=0.0,
          high=MAX_SPREAD),
     Knob("nodes", "train", "nodes", int, TRAIN,
-         "nodes joined by the system's NICs, devices per node (hierarchical all-reduce)",
-         low=1, high=MAX_NODES),
+         "nodes joined by the system's NICs, devices per node (hierarchical all-reduce); "
+         "decoder inference and serving: the nodes a tp x pp replica (or replicas) fills",
+         low=1, high=MAX_NODES, decoder_modes=LLM),
     Knob("steps", "train", "steps", int, TRAIN, "training steps", low=1, high=MAX_STEPS),
     Knob("epochs", "train", "epochs", int, TRAIN, "whole epochs", low=1, high=MAX_EPOCHS),
     Knob("rate", "serve", "rate_per_s", float, SERVE, "Poisson arrivals per second",
@@ -271,14 +279,20 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
         value = _convert(name, knob.kind, value)
         if knob.kind in (int, float):
             value = _in_range(name, value, knob.low, knob.high)
-        if mode not in knob.modes:
-            raise AccelsimError(f"knob '{name}' applies to mode {' or '.join(knob.modes)} "
-                                f"only, and this run is mode {mode}: drop it or set the mode")
+        if mode not in knob.modes and not (mode in knob.decoder_modes
+                                           and _is_decoder(scenario.get("model", sc.model))):
+            also = (f" (and {' or '.join(knob.decoder_modes)} for a decoder)"
+                    if knob.decoder_modes else "")
+            raise AccelsimError(f"knob '{name}' applies to mode {' or '.join(knob.modes)}"
+                                f"{also} only, and this run is mode {mode}: drop it or set the "
+                                "mode")
         if knob.scale != 1.0:
             value = value * knob.scale
         if knob.target == "model":
             continue  # (set above: the inputs it takes depend on it)
-        if knob.target == "scenario":
+        if mode not in knob.modes:  # a decoder's own use of the knob: an LLM knob
+            parts["llm"][knob.field] = value
+        elif knob.target == "scenario":
             scenario[knob.field] = value
         elif knob.target == "config":
             config[knob.field] = value

@@ -84,3 +84,36 @@ def test_a_replica_over_two_nodes_trains_from_the_knobs():
     with pytest.raises(AccelsimError, match="nodes"):
         run_simulation(make_config("llama-2-70b", "dgx-h100", mode="train", seq_len=4096,
                                    batch=1, precision="bf16", tp=4, pp=4, zero=1))
+
+
+def _serve(**knobs):
+    return run_simulation(make_config(
+        "llama-3.1-405b", "dgx-h100", mode="serve", tp=8, pp=2, precision="fp8", rate=1.0,
+        requests=40, prompt_tokens=256, output_tokens=32, software="tensorrt-llm",
+        **knobs)).record
+
+
+def test_serving_replicas_over_two_nodes_each():
+    r = _serve(nodes=4)
+    assert r["devices"] == 32 and r["pp"] == 2
+    # each decode step of a two-node replica crosses the NICs once: its TPOT holds at least
+    # that transfer of one token's hidden state
+    lay = layout(decoder("llama-3.1-405b"), DGX, 8, 2, nodes=2)
+    assert lay.replica_nodes == 2
+    assert r["tpot_mean_s"] > lay.p2p_s(decoder("llama-3.1-405b").d_model * 2.0)
+    with pytest.raises(AccelsimError, match="larger than a node"):
+        run_simulation(make_config("llama-3.1-8b", "dgx-h100", mode="serve", tp=2, nodes=2,
+                                   rate=1.0, requests=10, prompt_tokens=64, output_tokens=8))
+
+
+def test_one_inference_batch_takes_exactly_its_replicas_nodes():
+    knobs = dict(tp=8, pp=3, batch=1, prompt_tokens=60, output_tokens=4, precision="fp16")
+    r = run_simulation(make_config("ft-megatron-530b", "dgx-a100", nodes=3, **knobs)).record
+    assert r["tp"] * r["pp"] == 24
+    with pytest.raises(AccelsimError, match="fills 3 node"):
+        run_simulation(make_config("ft-megatron-530b", "dgx-a100", nodes=6, **knobs))
+
+
+def test_nodes_on_a_cnn_inference_is_refused_in_one_line():
+    with pytest.raises(AccelsimError, match="applies to mode train"):
+        make_config("resnet50", "dgx-a100", nodes=2, batch=8)
