@@ -169,11 +169,17 @@ def train_memory(plat: Platform, lay: Layout, split: TrainSplit,
     act = plat.formats.act_bytes
     routed = cfg.experts_per_token * shard.experts(cfg) / cfg.n_experts
     # NB: what a layer saves per token: both norms' inputs and outputs, QKV, the attention
-    # output (FlashAttention keeps no scores), the FFN's gate, up and product; sequence
+    # output (FlashAttention keeps no scores), the FFN's hidden activations (SwiGLU: gate, up
+    # and product; GELU and squared ReLU: the pre-activation and its output); sequence
     # parallelism (Korthikanti et al. 2022, arXiv:2205.05198) splits the norms' over TP.
-    norms = 4 * cfg.d_model / (plat.tp if plat.stack.sequence_parallel else 1)
-    per_token = act * (norms + cfg.qkv_out / plat.tp
-                       + shard.heads(cfg) * cfg.head_dim + 3 * shard.d_ff(cfg) * routed)
+    # Under fp8 GEMMs each GEMM's input (the norms' outputs, the attention output, the FFN's
+    # last activation) is saved as its fp8 cast, as Transformer Engine's Linear saves it.
+    norms = 2 * cfg.d_model / (plat.tp if plat.stack.sequence_parallel else 1)
+    ffn = shard.d_ff(cfg) * routed
+    hidden = 2 * ffn if cfg.mlp == "swiglu" else ffn  # saved beside the GEMM input
+    gemm_in = plat.formats.gemm_in
+    per_token = (act * (norms + cfg.qkv_out / plat.tp + hidden)
+                 + gemm_in * (norms + shard.heads(cfg) * cfg.head_dim + ffn))
     if split.recompute:  # the layer inputs, and one layer's whole set while it recomputes
         per_token_stage = act * cfg.d_model * lay.layers_per_stage + per_token
     else:

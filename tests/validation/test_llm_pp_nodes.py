@@ -117,3 +117,25 @@ def test_one_inference_batch_takes_exactly_its_replicas_nodes():
 def test_nodes_on_a_cnn_inference_is_refused_in_one_line():
     with pytest.raises(AccelsimError, match="applies to mode train"):
         make_config("resnet50", "dgx-a100", nodes=2, batch=8)
+
+
+def test_fp8_training_saves_each_gemm_input_as_its_one_byte_cast():
+    lay, split = layout(CFG, DGX, 2, 4), TrainSplit(2, 1, 2048, microbatches=8)
+    fp8 = Platform(CFG, load_profile("h100"), "megatron", "bf16", "bf16", 2, matmul="fp8")
+    bf16 = train_memory(MEGATRON, lay, split, 80e9)["activations_bytes"]
+    low = train_memory(fp8, lay, split, 80e9)["activations_bytes"]
+    # per layer and token: the two norms' outputs (sequence parallel: / tp), the attention
+    # output and the FFN's product (SwiGLU), one byte instead of two
+    gemm_inputs = 2 * CFG.d_model / 2 + CFG.d_model / 2 + CFG.d_ff / 2
+    assert bf16 - low == pytest.approx(gemm_inputs * 1.0 * lay.layers_per_stage * 2048 * 4)
+
+
+def test_a_gelu_ffn_saves_two_hidden_activations_where_swiglu_saves_three():
+    gelu = decoder("gpt3-175b")
+    assert gelu.mlp == "gelu"
+    lay, split = layout(gelu, DGX, 4, 2), TrainSplit(1, 1, 2048, microbatches=2)
+    plat = Platform(gelu, load_profile("h100"), "pytorch-eager", "bf16", "bf16", 4)
+    per_token = train_memory(plat, lay, split, 80e9)["activations_bytes"]
+    logits = 2048 * gelu.vocab / 4 * 4.0  # LOGIT_BYTES: fp32 logits of the tp shard
+    layer = (4 * gelu.d_model + gelu.qkv_out / 4 + gelu.d_model / 4 + 2 * gelu.d_ff / 4) * 2.0
+    assert per_token - logits == pytest.approx(layer * lay.layers_per_stage * 2048 * 2)
