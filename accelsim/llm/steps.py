@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim.llm.costs import Platform, ShapeCost, shape_costs
+from accelsim.llm.interp import interp1, table
 from accelsim.llm.parallel import Layout
 from accelsim.llm.tp_events import ExposedCache
 from accelsim.llm.work import SKINNY_ROW_MULTIPLE, Step
@@ -84,11 +85,14 @@ class StepModel:
         all-reduces, or with expert parallelism the attention's all-reduce and the experts'
         dispatch and combine all-to-alls (each of the tokens' k copies)."""
         msg = tokens * self.plat.cfg.d_model * self.plat.formats.act_bytes
+        # the stack's own time per collective call (launch, base latency), none without TP
+        call_s = self.plat.stack.per_collective_s if self.lay.tp > 1 else 0.0
         if self.plat.expert_parallel:
             routed = msg * self.plat.cfg.experts_per_token
-            layer_s = self.lay.allreduce_s(msg) + 2 * self.lay.alltoall_s(routed)
+            layer_s = (self.lay.allreduce_s(msg) + 2 * self.lay.alltoall_s(routed)
+                       + 3 * call_s)
         else:
-            layer_s = ALLREDUCES_PER_LAYER * self.lay.allreduce_s(msg)
+            layer_s = ALLREDUCES_PER_LAYER * (self.lay.allreduce_s(msg) + call_s)
         return layer_s, self.lay.p2p_s(msg)
 
     def _stage_s(self, layer_s: float, embed_s: float, head_s: float, tokens: float,
@@ -161,7 +165,9 @@ class DecodeTable:
                                        for c in self.grid], "attention")
         lin, embed, head = parts["linear"], parts["embed"], parts["head"]
         shape = (len(self.att_seqs), len(self.grid))
-        self._att_rows: dict[tuple[str, float], np.ndarray] = {}  # rows blended per count
+        self._att_rows: dict[tuple[str, float], list[float]] = {}  # rows blended per count
+        self._grid_list = table(self.grid, self.grid)[0]
+        self._at_cache: dict[tuple[int, float], float] = {}  # (table, batch node) -> value
         self.att = {key: values.reshape(shape) for key, values in (
             ("s", att.time_s), ("j", att.energy_j), ("flops", att.matmul_flops),
             ("dram", att.dram_bytes))}
@@ -179,8 +185,8 @@ class DecodeTable:
         holding `context_tokens` in all: bilinear in (sequences, tokens per sequence)."""
         row = self._att_rows.get((key, seqs))
         if row is None:
-            row = self._att_rows[(key, seqs)] = self._att_row(key, seqs)
-        return float(np.interp(context_tokens / max(seqs, 1.0), self.grid, row))
+            row = self._att_rows[(key, seqs)] = table(self.grid, self._att_row(key, seqs))[1]
+        return interp1(context_tokens / max(seqs, 1.0), self._grid_list, row)
 
     def _att_row(self, key: str, seqs: float) -> np.ndarray:
         """The attention table's row for `seqs` sequences: linear between the nodes (the last
@@ -199,7 +205,13 @@ class DecodeTable:
         return m, float(b if b <= EXACT_BATCH else _padded(b, self.tile))
 
     def _at(self, values: np.ndarray, b: float) -> float:
-        return float(np.interp(b, self.batches, values))
+        """`values` (one of this table's per-batch arrays) at batch node `b`, kept: a run
+        asks for a few hundred distinct nodes, millions of times."""
+        key = (id(values), b)
+        got = self._at_cache.get(key)
+        if got is None:
+            got = self._at_cache[key] = float(np.interp(b, self.batches, values))
+        return got
 
     def step_s(self, seqs: int, context_tokens: float) -> float:
         """Seconds of one decode step (one token for each of `seqs` sequences)."""
@@ -279,10 +291,13 @@ class PrefillTable:
         self.pairs = lengths * (lengths + 1) / 2
         att = shape_costs(plat, [prefill_step(1, float(p)) for p in lengths], "attention")
         # per kind ("s": seconds, "j": joules of one shard): the part tables
-        self.parts = {kind: {name: getattr(cost, "time_s" if kind == "s" else "energy_j")
+        self.parts = {kind: {name: [float(v) for v in
+                                    getattr(cost, "time_s" if kind == "s" else "energy_j")]
                              for name, cost in (("lin", lin), ("embed", embed), ("head", head),
                                                 ("att", att))}
                       for kind in ("s", "j")}
+        self._lists = ([float(x) for x in self.tokens], [float(x) for x in self.pairs],
+                       [float(x) for x in self.seqs])
 
     def _cost(self, kind: str, tokens: float, seqs: float, pairs: float,
               dec: DecodeTable | None = None, decoding: int = 0, held: float = 0.0) -> float:
@@ -291,12 +306,12 @@ class PrefillTable:
         model, part = self.model, self.parts[kind]
         m = model.lay.microbatches(seqs + decoding)
         t = _padded((tokens + decoding) / m, self.tile)
-        layer = (float(np.interp(t, self.tokens, part["lin"]))
-                 + float(np.interp(pairs / m, self.pairs, part["att"])))
+        tokens_at, pairs_at, seqs_at = self._lists
+        layer = (interp1(t, tokens_at, part["lin"]) + interp1(pairs / m, pairs_at, part["att"]))
         if decoding and dec is not None:
             layer += dec.attention(kind, decoding / m, held / m)
-        embed = float(np.interp(t, self.tokens, part["embed"]))
-        head = float(np.interp((seqs + decoding) / m, self.seqs, part["head"]))
+        embed = interp1(t, tokens_at, part["embed"])
+        head = interp1((seqs + decoding) / m, seqs_at, part["head"])
         if kind == "j":
             return model.plat.tp * m * (model.plat.cfg.n_layers * layer + embed + head)
         stage_s = model._stage_s(layer, embed, head, (tokens + decoding) / m)

@@ -18,6 +18,9 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
     aliases                [str] optional: older names that select it ("eager", "compiled")
     [host] per_step_us     >= 0  host time per step / batch, serial with the device
            per_request_us  >= 0  optional: a server's time per request (triton)
+           per_collective_us  >= 0  optional: time each tensor-parallel collective call adds
+                           beside its transfer (its launch, the library's base latency, a sync
+                           the stack makes), serial with the device (absent: none)
            payload_gb_s    > 0   optional: a server's request payload rate: the inputs of each
                            request (the model's input tensors) are serialised, sent and
                            received at this rate, on the host, serial with the device
@@ -147,6 +150,8 @@ def stack_fields() -> tuple[Field, ...]:
         Field("host", dict, sub=(
             non_negative("per_step_us", US, "per_step_s", span=DURATION),
             non_negative("per_request_us", US, "per_request_s", required=False, span=DURATION),
+            non_negative("per_collective_us", US, "per_collective_s", required=False,
+                         span=DURATION),
             positive("payload_gb_s", 1e9, "payload_bytes_per_s", required=False,
                      span=BANDWIDTH),
             positive("reference_single_thread_ghz", 1e9, "reference_single_thread_hz",
@@ -214,6 +219,7 @@ class SoftwareStack:
     max_running_sequences: int | None = None
     memory_reserve_fraction: float | None = None
     sequence_parallel: bool = False  # training with TP: Megatron's sequence parallelism
+    per_collective_s: float = 0.0  # `host.per_collective_us`: each TP collective call, s
     # (fresh_page_s, page_bytes, mmap_threshold_bytes): `[allocator]`; None: no fault term
     allocator: tuple[float, int, int] | None = None
     # `[cpu_passes]`: measured element-pass tables by pass name (`pass_tables.PassTable`)
@@ -301,6 +307,7 @@ def _from_values(name: str, v: dict[str, Any], sources: dict[str, str]) -> Softw
         name=name, description=v["description"], classes=v["classes"],
         default_for=v["default_for"] or (), aliases=v["aliases"] or (),
         per_step_s=host["per_step_s"], per_request_s=host["per_request_s"] or 0.0,
+        per_collective_s=host.get("per_collective_s") or 0.0,
         payload_bytes_per_s=host.get("payload_bytes_per_s"),
         reference_single_thread_hz=host["reference_single_thread_hz"],
         per_kernel_s=per_kernel, fuses=graph["fuses"] or (),

@@ -196,7 +196,7 @@ def layer_lines(r: dict[str, Any], top: int | None) -> list[str]:
     total_s = float(layers["time_s"].sum())
     layers["share"] = layers["time_s"] / total_s if total_s > 0 else 0.0
     if top is not None:
-        layers = layers.sort_values("time_s", ascending=False).head(top)
+        layers = layers.sort_values("time_s", ascending=False, kind="stable").head(top)
         head = (f"Top {len(layers)} of {len(r['layers'])} layer rows by time "
                 "(--layers all for every row):")
     else:
