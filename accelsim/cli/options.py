@@ -46,6 +46,7 @@ _CHOICES: dict[str, Any] = {
     "batching": click.Choice(["continuous", "static"]),
     "length_dist": click.Choice(["fixed", "uniform", "exponential"]),
     "tf32": click.Choice(["on", "off"]),  # a bool knob given as on|off
+    "checkpoint_mode": click.Choice(["sync", "async"]),
 }
 _INPUT_KNOBS = ("seq_len", "image_size")  # the common model inputs get their own flags
 _TYPES = {int: int, float: float, str: str}

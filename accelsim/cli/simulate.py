@@ -104,7 +104,7 @@ def simulate(workload: str, hardware: str | None, layers: str, trace: str | None
 
         cfg = replace(cfg, execute=execute, prune_2_4=prune_2_4)
     res = run_simulation(cfg)
-    if storage_note is not None:
+    if storage_note:
         res.record["notes"] = [*res.record["notes"], storage_note]
     if scalesim_dir:
         from pathlib import Path

@@ -45,6 +45,16 @@ def train_on_storage_system(cfg: Any, name: str, clients: int | None,
         raise AccelsimError("--storage-system applies to training (or, with "
                             "--emulate-accelerators, to MLPerf Storage): this run is "
                             f"mode {cfg.mode or cfg.scenario.mode}")
+    from accelsim.llm.run import routes_to_llm
+
+    if routes_to_llm(cfg):  # a decoder's training step: the system holds its checkpoints
+        if clients is not None:
+            raise AccelsimError("a decoder's training nodes are the storage system's clients: "
+                                "drop --clients (--nodes sets them)")
+        if "checkpoint_every" not in knobs:
+            raise AccelsimError("--storage-system with a decoder's training holds its "
+                                "checkpoints: add --checkpoint-every STEPS")
+        return replace(cfg, llm={**cfg.llm, "checkpoint_storage": name}), ""
     for knob in ("storage", "storage_count"):
         if knob in knobs:
             raise AccelsimError(f"--storage-system replaces the storage: drop "

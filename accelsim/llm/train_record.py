@@ -15,6 +15,7 @@ from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB, MIB
 from accelsim.interconnect.collectives import ALGORITHMS
 from accelsim.interconnect.nccl import AUTO
+from accelsim.llm.checkpoint import checkpoint_figures, checkpoint_plan
 from accelsim.llm.costs import Platform
 from accelsim.llm.parallel import Layout, replicas
 from accelsim.llm.train import TrainSplit, train_step
@@ -86,6 +87,8 @@ def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_by
         raise AccelsimError(f"seq_len {seq:,} exceeds {model.name}'s context of "
                             f"{model.context:,} tokens")
     split = replace(_split(cfg, lay, system, seq), device_spread=_spread(cfg, plat))
+    gpus = split.dp * lay.gpus
+    ckpt_plan = checkpoint_plan(cfg.llm, model.params, gpus, split.nodes, system)
     out = train_step(plat, lay, split, capacity_bytes, system)
     mem = out.pop("memory")
     records = out.pop("records")
@@ -133,6 +136,12 @@ def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_by
               f"{out['dp_comm_s']:.3g} s exposed ({comm_s / step_s:.0%}), pipeline bubble "
               f"{parts['pipeline bubble'] / step_s:.0%}, optimizer "
               f"{parts['optimizer'] / step_s:.0%}")
+    if ckpt_plan is not None:
+        ckpt = checkpoint_figures(model.params, out["devices"], step_s, ckpt_plan, system)
+        record["checkpoint"] = ckpt
+        notes.append(f"checkpoints: {ckpt['bytes'] / 1e9:,.0f} GB every {ckpt['every_steps']} "
+                     f"steps ({ckpt['mode']}) to {ckpt['destination']}; "
+                     + "; ".join(ckpt["notes"]))
     # (train_step's average_power_w keeps its place in the layout; placed again, the same)
     return Figures(out["tokens_per_s"] / seq, step_s, out["energy_j_per_token"] * seq,
                    out["average_power_w"], kind, detail).place(record | out

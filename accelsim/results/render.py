@@ -128,7 +128,7 @@ def _llm_lines(r: dict[str, Any], head: Headline) -> list[str]:
         return [f"  tokens       {t.tokens_per_s:,.0f} tokens/s, step "
                 f"{r['step_time_s'] * 1e3:,.1f} ms ({r['global_batch_tokens']:,} tokens), MFU "
                 f"{mfu}; tp {r['tp']} x pp {r['pp']} x dp {r['dp']}, ZeRO {r['zero']}"
-                + (", recompute" if r["recompute"] else "")]
+                + (", recompute" if r["recompute"] else "")] + _checkpoint_lines(r)
     if t.ttft_p50_s is not None:
         return [f"  tokens       TTFT p50 {t.ttft_p50_s * 1e3:.1f} ms, p99 "
                 f"{t.ttft_p99_s * 1e3:.1f} ms; TPOT p50 {t.tpot_p50_s * 1e3:.2f} ms, p99 "
@@ -136,6 +136,18 @@ def _llm_lines(r: dict[str, Any], head: Headline) -> list[str]:
                 f"{t.goodput_requests_per_s:.2f} req/s; {r['batching']} batching, "
                 f"tp {r['tp']} x pp {r['pp']}"]
     return []
+
+
+def _checkpoint_lines(r: dict[str, Any]) -> list[str]:
+    """A decoder training run's checkpoints (`accelsim.llm.checkpoint`), if it takes them."""
+    c = r.get("checkpoint")
+    if not c:
+        return []
+    return [f"  checkpoint   {fmt_si(c['bytes'])}B every {c['every_steps']} steps ({c['mode']}): "
+            f"training waits {c['stall_s']:,.1f} s each ({c['lost_fraction']:.1%} of the run)",
+            f"               write {c['write_s']:,.1f} s at {c['write_bytes_per_s'] / 1e9:,.1f} "
+            f"GB/s (limited by {c['write_limited_by']}); restore {c['restore_s']:,.1f} s "
+            f"(limited by {c['restore_limited_by']})"]
 
 
 def _split(split: PowerSplit | None) -> str:

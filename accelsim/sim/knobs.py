@@ -186,6 +186,15 @@ _KNOBS = (
          "decoder training: virtual pipeline stages per GPU (Megatron's interleaved 1F1B: "
          "the bubble / vp, vp x the stage transfers; must divide each stage's layers)",
          low=1, high=MAX_DEVICES),
+    Knob("checkpoint_every", "llm", "checkpoint_every", int, TRAIN,
+         "decoder training: steps between checkpoints (weights and Adam state, 14 bytes a "
+         "parameter, written by every rank)", low=1, high=MAX_STEPS),
+    Knob("checkpoint_mode", "llm", "checkpoint_mode", str, TRAIN,
+         "decoder training checkpoints: sync (training waits for the write) or async (it "
+         "waits for the copy to host memory; the write overlaps the next steps)"),
+    Knob("checkpoint_storage", "llm", "checkpoint_storage", str, TRAIN,
+         "decoder training checkpoints: a storage system (name or .toml) the nodes write to "
+         "as its clients (default: the nodes' own drives; the CLI's --storage-system sets it)"),
     Knob("chunked_prefill", "llm", "chunked_prefill", int, SERVE,
          "decoder serving: tokens per step, prompts prefilled in chunks beside the decodes",
          low=1, high=MAX_INPUT),

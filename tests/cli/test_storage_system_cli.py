@@ -96,3 +96,26 @@ def test_training_reads_the_nodes_share(capsys: pytest.CaptureFixture[str]) -> N
     want = min(requests, shared)
     note = next(n for n in rec["notes"] if f"{name} (lustre) read by 16 client node(s)" in n)
     assert f"share {want / 1e9:.2f} GB/s" in note
+
+
+DECODER_TRAIN = ("simulate", "llama-3.1-8b", "--hw", "dgx-h100", "--mode", "train", "--batch",
+                 "1", "--seq-len", "4096", "--zero", "1", "--recompute", "--precision", "bf16")
+
+
+def test_a_decoders_checkpoints_on_a_storage_system(capsys: pytest.CaptureFixture[str]) -> None:
+    """--storage-system on a decoder's training holds its checkpoints (issue 21 item 5)."""
+    system = "Cray_ClusterStor_E1000_10xHDR200_1host"
+    code, out, err = run_cli(capsys, *DECODER_TRAIN, "--checkpoint-every", "100",
+                             "--storage-system", system, "--json")
+    assert code == 0, err
+    ckpt = json.loads(out)["checkpoint"]
+    assert system in ckpt["destination"] and ckpt["write_limited_by"] in ckpt[
+        "write_parts_bytes_per_s"]
+    code, out, err = run_cli(capsys, *DECODER_TRAIN, "--checkpoint-every", "100",
+                             "--storage-system", system)
+    assert code == 0, err
+    assert "  checkpoint " in out and "limited by" in out
+    assert "--checkpoint-every" in one_line_error(capsys, *DECODER_TRAIN, "--storage-system",
+                                                  system)
+    assert "--clients" in one_line_error(capsys, *DECODER_TRAIN, "--checkpoint-every", "9",
+                                         "--storage-system", system, "--clients", "2")
