@@ -11,9 +11,9 @@ Mapping (each an assumption, stated in the results):
   GPU (dgx-h100, hgx-h200, dgx-a100, l40s-server) with `devices` N; more than 8 GPUs ->
   `nodes`. An MLPerf system of N TP-1 engines with no system profile (8x MI300X) -> one engine
   at 1/N of the load, its throughput times N (`LlmCase.engines`).
-- software: TensorRT-LLM, NVIDIA's MLPerf TensorRT submissions and FasterTransformer ->
-  `tensorrt-llm` (NB: FasterTransformer is TensorRT-LLM's predecessor, taken to run the same
-  kernels); vLLM -> `vllm`; NeMo and Megatron-LM -> `megatron` (their stack files).
+- software: TensorRT-LLM and NVIDIA's MLPerf TensorRT submissions -> `tensorrt-llm`;
+  FasterTransformer -> `fastertransformer` (kernels issued one by one, a host sync each step);
+  vLLM -> `vllm`; NeMo and Megatron-LM -> `megatron` (their stack files).
 - the benchmark tool's settings: a TensorRT-LLM row runs with the max batch and tokens per step
   that `trtllm-bench` tunes (`trtllm_bench_settings`), chunked context on; an MLPerf row with
   its submission's TP, batch and tokens per step (`MLPERF_SETTINGS`).
@@ -186,6 +186,8 @@ def _stack(software: str) -> str:
         return "vllm"
     if "NeMo" in software or "Megatron" in software:
         return "megatron"
+    if software.startswith("FasterTransformer"):
+        return "fastertransformer"
     return "tensorrt-llm"
 
 

@@ -146,15 +146,25 @@ def markdown(summary: dict[str, Any], skipped: list[Any], total: int) -> str:
 
 # What is fitted on the rows (issue 20 item 2), per stack, on a grid: the tensor-core and
 # DRAM-bandwidth modifiers (each times the GPU class factor, the product capped at 1) and the
-# host time per kernel on the GPU (the engines run without CUDA graphs).
+# host time per kernel on the GPU (the engines run without CUDA graphs), and for
+# FasterTransformer the host time per step (it syncs with the host each step) and per
+# tensor-parallel collective call.
 FIT_GRID = {"tensorrt-llm": {"tensor_core": (1.0, 1.1, 1.2, 1.3),
                              "dram_bandwidth": (1.0, 1.15, 1.3),
                              "per_kernel_us": (1.0, 4.0, 8.0)},
-            "megatron": {"tensor_core": (0.9, 1.0, 1.1, 1.2)}}
+            "megatron": {"tensor_core": (0.9, 1.0, 1.1, 1.2)},
+            "fastertransformer": {"tensor_core": (1.0, 1.1),
+                                  "per_kernel_us": (1.0, 5.0, 10.0, 20.0, 30.0),
+                                  "per_step_us": (0.0, 1000.0, 3000.0),
+                                  "per_collective_us": (0.0, 25.0, 50.0, 100.0, 150.0)}}
+# What a fold leaves out: a source, or (a stack whose rows are all one source and one GPU) a
+# model, so that the held-out error is of a model size the fit never saw.
+FOLD_BY = {"fastertransformer": "model"}
 STACKS = ROOT / "hw_profiles" / "software"
 FIT_DIR = Path("/tmp/accelsim_llm_fit")
 _KEYS = {"tensor_core": r"(?m)^tensor_core = .*$", "dram_bandwidth": r"(?m)^dram_bandwidth = .*$",
-         "per_kernel_us": r"(?m)^gpu = .*$"}
+         "per_kernel_us": r"(?m)^gpu = .*$", "per_step_us": r"(?m)^per_step_us = .*$",
+         "per_collective_us": r"(?m)^per_collective_us = .*$"}
 
 
 def _stack_file(stack: str, point: dict[str, float]) -> str:
@@ -203,9 +213,10 @@ def fit(cases: list[LlmCase], jobs: int, stacks: tuple[str, ...] = tuple(FIT_GRI
 
         best = min(range(len(points)), key=lambda i: score(i, rows))
         folds = {}
-        for source in sorted({c.source for c in rows}):
-            train = [c for c in rows if c.source != source]
-            held = [c for c in rows if c.source == source]
+        by = FOLD_BY.get(stack, "source")
+        for source in sorted({getattr(c, by) for c in rows}):
+            train = [c for c in rows if getattr(c, by) != source]
+            held = [c for c in rows if getattr(c, by) == source]
             if not train:
                 folds[source] = {"point": None, "fitted_on": 0, "errors": {},
                                  "median_abs_error": None}
@@ -214,7 +225,7 @@ def fit(cases: list[LlmCase], jobs: int, stacks: tuple[str, ...] = tuple(FIT_GRI
             errs = errors(i, held)
             folds[source] = {"point": points[i], "fitted_on": len(train), "errors": errs,
                              "median_abs_error": _median([abs(e) for e in errs.values()])}
-        out[stack] = {"rows": len(rows), "best": points[best],
+        out[stack] = {"rows": len(rows), "best": points[best], "folds_by": by,
                       "in_sample": errors(best, rows),
                       "grid": [{"point": p, "median_abs_log_error": score(i, rows)}
                                for i, p in enumerate(points)],
@@ -228,9 +239,10 @@ def _fit_lines(result: dict[str, Any], metric_of: dict[str, str]) -> list[str]:
     lines = ["", "## Fitted on these rows, and held out", "",
              "`python benchmarks/fidelity/llm.py --fit --jobs 2` (about 35 min on 2 cores): each "
              "stack's figures on a grid, the in-sample best (least median |log error|, shipped "
-             "in its stack file) and, for each source left out, the point fitted on the others "
-             "and its error on the source left out.", "",
-             "| stack | rows | fitted point | in-sample median abs error | source left out | "
+             "in its stack file) and, for each source left out (for fastertransformer, whose rows "
+             "are one source on one GPU: each model left out), the point fitted on the others "
+             "and its error on what was left out.", "",
+             "| stack | rows | fitted point | in-sample median abs error | left out | "
              "point fitted on the others | held-out rows | held-out median abs error |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for stack, r in result.items():
@@ -239,7 +251,8 @@ def _fit_lines(result: dict[str, Any], metric_of: dict[str, str]) -> list[str]:
             point = "-" if f["point"] is None else ", ".join(
                 f"{k} {v:g}" for k, v in f["point"].items())
             best = ", ".join(f"{k} {v:g}" for k, v in r["best"].items())
-            lines.append(f"| {stack} | {r['rows']} | {best} | {_pct(ins)} | {source} | "
+            what = source if r.get("folds_by", "source") == "source" else f"model {source}"
+            lines.append(f"| {stack} | {r['rows']} | {best} | {_pct(ins)} | {what} | "
                          f"{point} | {len(f['errors'])} | {_pct(f['median_abs_error'])} |")
         pooled = [abs(e) for f in r["folds"].values() for e in f["errors"].values()]
         lines.append(f"| {stack} | | | | all held out, pooled | | {len(pooled)} | "

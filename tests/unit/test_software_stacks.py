@@ -323,8 +323,10 @@ def test_the_shipped_stacks_keep_the_figures_moved_out_of_python() -> None:
     engine arguments): 16-token KV blocks, 256 running sequences, gpu_memory_utilization 0.9."""
     # the LLM serving stacks give their own (sourced in their files and in
     # benchmarks/fidelity/llm_sources.md): TensorRT-LLM tokens_per_block 64 and build
-    # max_batch_size 2048; SGLang's token-level radix cache and mem_fraction_static 0.88
-    own = {"tensorrt-llm": (64, 2048, 0.1), "sglang": (1, 4096, 0.12)}
+    # max_batch_size 2048; SGLang's token-level radix cache and mem_fraction_static 0.88;
+    # FasterTransformer's one contiguous KV cache per batch (ParallelGpt::allocateBuffer)
+    own = {"tensorrt-llm": (64, 2048, 0.1), "sglang": (1, 4096, 0.12),
+           "fastertransformer": (1, 256, 0.1)}
     for stack in builtin_stacks().values():
         assert stack.framework_cores_per_device == 1, stack.name
         blocks, running, reserve = own.get(stack.name, (16, 256, 0.1))
