@@ -213,9 +213,6 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
     tp, pp, cp = _int(notes_text, "TP"), _int(notes_text, "PP"), _int(notes_text, "CP")
     if cp > 1:
         return no(f"context parallelism CP={cp} is not modelled (issue 20 item 6)")
-    if tp > GPUS_PER_NODE:
-        return no(f"TP={tp} x PP={pp} spans nodes: tensor parallelism across nodes is not "
-                  "modelled (issue 20 item 6)")
     if model == "gpt-j-6b":
         return no("beam search (width 4, MLPerf's GPT-J rule) is not modelled, and the mean "
                   "prompt length of its CNN/DailyMail set was not found")

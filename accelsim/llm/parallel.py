@@ -14,11 +14,14 @@ simulated layer by layer as SimPy events on the link (`accelsim.llm.tp_events`).
 Pipeline parallelism (GPipe, Huang et al. 2019, arXiv:1811.06965): layers split over `pp`
 stages; a step's batch runs as min(batch, pp) microbatches, activations cross each stage
 boundary point to point, and stages idle in the fill and drain (the bubble).
-A replica larger than a node (training, `nodes`: Megatron's and NeMo's TP inside a node, PP
-across nodes) fills whole nodes: tp divides the node's GPUs, its stages split evenly over
-`replica_nodes` nodes, and a stage boundary between nodes crosses the system's NICs
-(`accelsim.interconnect.multinode.fabric`: the node's NICs shared by its GPUs). TP across
-nodes is refused.
+A replica larger than a node (`nodes`: Megatron's and NeMo's TP inside a node, PP across
+nodes) fills whole nodes: tp divides the node's GPUs (or is a multiple of them, below), its
+stages split evenly over `replica_nodes` nodes, and a stage boundary between nodes crosses the
+system's NICs
+(`accelsim.interconnect.multinode.fabric`: the node's NICs shared by its GPUs). TP larger
+than a node (FasterTransformer's 530B at TP 16 and 32) spans tp / GPUs-per-node whole nodes:
+its collectives run hierarchically (`accelsim.interconnect.multinode.multinode_time_s`: in the
+node over NVLink, across the nodes over the NICs), and every stage boundary crosses nodes.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.links import transfer_time_s
-from accelsim.interconnect.multinode import fabric
+from accelsim.interconnect.multinode import Fabric, fabric, multinode_time_s
 from accelsim.interconnect.nccl import AUTO, collective_time_s
 from accelsim.llm.models import DecoderConfig
 from accelsim.profiles.links import Link
@@ -47,6 +50,7 @@ class Layout:
     replica_nodes: int = 1  # nodes one replica fills (> 1: its stages cross the NICs)
     network_bytes_per_s: float = 0.0  # one GPU's share of its node's NICs (replica_nodes > 1)
     network_latency_s: float = 0.0
+    tp_fabric: Fabric | None = None  # TP larger than a node: the nodes its group spans
 
     @property
     def gpus(self) -> int:
@@ -60,6 +64,8 @@ class Layout:
     def _tp_collective_s(self, kind: str, message_bytes: float) -> float:
         if self.tp == 1 or message_bytes <= 0:
             return 0.0
+        if self.tp_fabric is not None:
+            return multinode_time_s(kind, AUTO, self.tp_fabric, message_bytes)[0]
         assert self.link is not None
         return collective_time_s(kind, AUTO, self.tp, message_bytes, self.link)[0]
 
@@ -122,10 +128,10 @@ def _replica_nodes(system: Any, tp: int, pp: int, nodes: int) -> int:
         raise AccelsimError(f"tp x pp = {tp} x {pp} = {tp * pp} GPUs, but '{system.name}' has "
                             f"{per_node}: choose a system with more (e.g. dgx-a100, dgx-h100), "
                             "a smaller split, or train over --nodes")
-    if tp > per_node or per_node % tp or (tp * pp) % per_node:
+    if (tp % per_node if tp > per_node else per_node % tp) or (tp * pp) % per_node:
         raise AccelsimError(f"tp x pp = {tp} x {pp} over nodes of {per_node} GPUs: a replica "
-                            f"fills whole nodes with tp dividing {per_node} (tensor "
-                            "parallelism across nodes is not modelled)")
+                            f"fills whole nodes, with tp dividing {per_node} or a multiple "
+                            "of it (tensor parallelism over whole nodes)")
     span = tp * pp // per_node
     if nodes % span:
         raise AccelsimError(f"nodes = {nodes}: a tp x pp = {tp * pp}-GPU replica fills {span} "
@@ -160,5 +166,6 @@ def layout(cfg: DecoderConfig, system: Any, tp: int, pp: int,
     if span == 1:
         return Layout(tp, pp, cfg.n_layers, link, bool(overlap_tp))
     fab = fabric(system, span)  # AccelsimError where the system has no NICs
+    tp_fab = fabric(system, tp // system.device_count) if tp > system.device_count else None
     return Layout(tp, pp, cfg.n_layers, link, bool(overlap_tp), span,
-                  fab.network_bandwidth_bytes_per_s, fab.network_latency_s)
+                  fab.network_bandwidth_bytes_per_s, fab.network_latency_s, tp_fab)

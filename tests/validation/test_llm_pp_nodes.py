@@ -33,8 +33,28 @@ def test_a_stage_boundary_between_nodes_crosses_the_nics_at_the_fabric_share():
     assert in_node.replica_nodes == 1 and in_node.p2p_s(msg) < lay.p2p_s(msg)
 
 
+def test_tensor_parallelism_over_whole_nodes_is_hierarchical():
+    """TP 16 over two nodes of 8: each all-reduce is the closed form of the hierarchical one,
+    a ring reduce-scatter of M among the node's 8 (M (k-1)/k over the achievable NVLink
+    bandwidth plus (k-1) latencies), an all-reduce of M/8 between the 2 nodes over each GPU's
+    share of the NICs (ring: 2 (n-1)/n M/8 / b + 2 (n-1) l) and the mirror all-gather."""
+    from accelsim.interconnect.nccl import achievable
+
+    lay = layout(decoder("llama-2-7b"), DGX, 16, 1, nodes=2)
+    assert lay.replica_nodes == 2
+    msg, k, n = 8 * 4096 * 2.0, 8, 2
+    bw, lat = achievable(DGX.device_to_device).bandwidth_bytes_per_s, DGX.device_to_device.latency_s
+    fab = fabric(DGX, 2)
+    intra = 2 * ((k - 1) / k * msg / bw + (k - 1) * lat)
+    ring = (2 * (n - 1) / n * (msg / k) / fab.network_bandwidth_bytes_per_s
+            + 2 * (n - 1) * fab.network_latency_s)
+    assert lay.allreduce_s(msg) <= intra + ring * (1 + 1e-12)  # ring or tree, the faster
+    assert lay.allreduce_s(msg) > layout(decoder("llama-2-7b"), DGX, 8, 1).allreduce_s(msg)
+    with pytest.raises(AccelsimError, match="whole nodes"):  # 12 GPUs: one node and a half
+        layout(decoder("ft-gpt-20b"), DGX, 12, 1, nodes=2)
+
+
 @pytest.mark.parametrize(("tp", "pp", "nodes", "match"), [
-    (16, 1, 2, "tensor parallelism across nodes"),
     (2, 6, 2, "whole nodes"),
     (4, 4, 3, "multiple of 2"),
     (4, 4, 1, "--nodes"),
