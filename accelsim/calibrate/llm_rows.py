@@ -27,7 +27,7 @@ Mapping (each an assumption, stated in the results):
 - metric: max-load and Offline throughput -> output tokens/s of a server given every request
   at once (`rate` far above capacity); Server TTFT / TPOT -> the mean at the row's target QPS
   (Poisson arrivals); batch latency (FT) -> `e2e_latency_s` of one batch; training tokens/s per
-  GPU -> tokens per step / step time / GPUs.
+  GPU -> tokens per step / step time / GPUs, with the row's TP, PP, CP and VP.
 """
 
 from __future__ import annotations
@@ -211,8 +211,6 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
     if profile is None:
         return no(f"no device profile for '{row['hardware']}'")
     tp, pp, cp = _int(notes_text, "TP"), _int(notes_text, "PP"), _int(notes_text, "CP")
-    if cp > 1:
-        return no(f"context parallelism CP={cp} is not modelled (issue 20 item 6)")
     if model == "gpt-j-6b":
         return no("beam search (width 4, MLPerf's GPT-J rule) is not modelled, and the mean "
                   "prompt length of its CNN/DailyMail set was not found")
@@ -252,7 +250,7 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
     metric_text = str(row["metric"])
     value = float(row["value"])
     if source == "nemo-24.07":
-        return _train_case(rid, source, model, hardware, knobs, row, gpus, tp, pp, notes)
+        return _train_case(rid, source, model, hardware, knobs, row, gpus, tp, pp, notes, cp)
     lengths = _lengths(str(row["dataset"]))
     if lengths is None:
         lengths = next((v for k, v in DATASETS.items()
@@ -327,15 +325,16 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
 
 
 def _train_case(rid: str, source: str, model: str, hardware: str, knobs: dict[str, Any],
-                row: pd.Series, gpus: int, tp: int, pp: int, notes: list[str]
+                row: pd.Series, gpus: int, tp: int, pp: int, notes: list[str], cp: int = 1
                 ) -> LlmCase | Unexpressible:
-    """A NeMo pre-training / SFT row: micro-batch, micro-batches per step, nodes."""
+    """A NeMo pre-training / SFT row: micro-batch, micro-batches per step, nodes, context
+    parallelism."""
     seq = re.search(r"(?:seq len|packed to) (\d+)", str(row["dataset"]))
     if seq is None:
         return Unexpressible(rid, source, "no sequence length in the row")
     seq_len = int(seq.group(1))
     mbs, gbs = int(row["batch_per_device"]), int(row["batch_global"])
-    dp = gpus // (tp * pp)
+    dp = gpus // (tp * pp * cp)
     if dp < 1 or gbs % (mbs * dp):
         return Unexpressible(rid, source, f"GBS {gbs} is not a whole number of micro-batches "
                              f"of {mbs} over DP {dp}")
@@ -344,6 +343,8 @@ def _train_case(rid: str, source: str, model: str, hardware: str, knobs: dict[st
     vp = _int(str(row["notes"]), "VP")
     if vp > 1:
         knobs["vp"] = vp
+    if cp > 1:
+        knobs["cp"] = cp
     if gpus > GPUS_PER_NODE:
         knobs["nodes"] = gpus // GPUS_PER_NODE
     return LlmCase(rid, source, model, hardware, knobs, "train_tokens_per_s_per_gpu",

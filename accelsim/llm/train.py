@@ -22,6 +22,10 @@ Backward rows (the `accelsim.workload.work` convention): a weight GEMM does dX a
 forward FLOPs), FlashAttention's backward 2.5x its forward (it recomputes the scores: five GEMMs
 for two, Dao 2023, arXiv:2307.08691), elementwise rows once more; each reads what forward saved
 and the output gradient and writes the input (and weight) gradient.
+Context parallelism (`cp`, Megatron-LM's): each sequence split over cp GPUs, each holding
+its tokens' activations and computing its queries against every earlier key (1/cp of the
+causal pairs, load-balanced), the K/V chunks passed ring-wise beside the attention; the cp
+ranks hold the same weights, so they join the data-parallel ranks in the gradient exchange.
 ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054): mixed-precision Adam keeps 16 bytes per
 parameter (2 weights, 2 gradients, 12 fp32 master, momentum and variance); stage 1 shards the
 12 over the replicas, stage 2 the gradients too, stage 3 the weights too. Stage 0 all-reduces
@@ -45,6 +49,7 @@ import pandas as pd
 from accelsim.devices.estimate import power_limits_w
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB, MIB
+from accelsim.interconnect.links import transfer_time_s
 from accelsim.llm.costs import Platform, cost_frames
 from accelsim.llm.memory import (
     LOGIT_BYTES,
@@ -63,6 +68,7 @@ from accelsim.llm.train_comm import (
 )
 from accelsim.llm.work import (
     Rows,
+    Step,
     elementwise_rows,
     embed_rows,
     layer_rows,
@@ -98,6 +104,10 @@ class TrainSplit:
     allreduce: str = "ring"
     device_spread: float = 0.0  # relative std of step time between GPUs (`sim.straggler`)
     virtual_stages: int = 1  # model chunks per GPU (interleaved 1F1B)
+    # context parallelism: each sequence split over `cp` GPUs. Then `dp` counts the ranks
+    # holding one weight shard (data x context parallel: the gradient exchange's and ZeRO's
+    # group, as Megatron-LM's DP-CP group) and `seq` is the tokens of a sequence per rank.
+    cp: int = 1
 
     def check(self, lay: Layout | None = None) -> None:
         if self.zero not in ZERO_STAGES:
@@ -127,6 +137,11 @@ def _micro_rows(plat: Platform, split: TrainSplit) -> tuple[pd.DataFrame, pd.Dat
     """Forward and backward rows of one micro-batch: shape 0 one layer, shape 1 the ends
     (embedding, LM head over every token, the loss)."""
     step = prefill_step(split.micro_batch, float(split.seq))
+    if split.cp > 1:  # the rank's queries meet every earlier key of the whole sequence
+        whole = float(split.seq * split.cp)
+        step = Step(step.tokens, split.micro_batch,
+                    split.micro_batch * whole * (whole + 1) / 2 / split.cp,
+                    split.micro_batch * whole)
     rows = Rows("forward", plat.tiles)
     layer_rows(rows, plat.cfg, plat.shard, step, plat.formats, plat.fused_attention)
     rows.shape_id = 1
@@ -239,6 +254,29 @@ def _p2p_exposed_s(plat: Platform, lay: Layout, v: int, msg_bytes: float, forwar
     return v * (max(p2p - forward_s / v, 0.0) + max(p2p - backward_s / v, 0.0))
 
 
+def _cp_exposed_s(plat: Platform, lay: Layout, split: TrainSplit, done: pd.DataFrame
+                  ) -> tuple[float, float]:
+    """(forward, backward) seconds a layer's context-parallel K/V exchange adds beyond its
+    attention: the rank's K and V chunk passed ring-wise to the cp - 1 others (backward: the
+    K/V again and their gradients), each transfer beside the attention on the chunk before it
+    (Megatron-LM's ring of P2P sends overlapped with the attention blocks). NB: the CP ranks
+    share a node (Megatron places TP, then CP, innermost): the transfers run over its GPU link
+    at its achieved bandwidth, one at a time."""
+    if split.cp == 1:
+        return 0.0, 0.0
+    cfg = plat.cfg
+    chunk = (split.micro_batch * split.seq * 2 * plat.shard.kv_heads(cfg) * cfg.head_dim
+             * plat.formats.act_bytes)
+    assert lay.link is not None
+    hop_s = transfer_time_s(chunk, lay.link, achieved=True)
+    att = done[(done["shape"] == 0) & (done["op"] == OpKind.ATTENTION.value)]
+    steps = split.cp - 1
+    hidden = {ph: float(att.loc[att["phase"] == ph, "time_s"].sum()) * steps / split.cp
+              for ph in ("forward", "backward")}
+    return (max(steps * hop_s - hidden["forward"], 0.0),
+            max(2 * steps * hop_s - hidden["backward"], 0.0))
+
+
 def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: float,
                system: Any) -> dict[str, Any]:
     """Time, throughput, MFU, memory and energy of one training step (module docstring); SI
@@ -258,6 +296,8 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
 
     fwd = {s: part(s, "forward") for s in (0, 1)}
     bwd = {s: part(s, "backward") for s in (0, 1)}
+    cp_f, cp_b = _cp_exposed_s(plat, lay, split, done)
+    fwd[0], bwd[0] = fwd[0] + cp_f, bwd[0] + cp_b
     tokens = split.micro_batch * split.seq
     msg = tokens * plat.cfg.d_model * plat.formats.act_bytes
     tp = _stage_passes(plat, lay, split, fwd[0], bwd[0])

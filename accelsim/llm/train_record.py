@@ -54,11 +54,17 @@ def _split(cfg: Any, lay: Layout, system: Any, seq: int) -> TrainSplit:
         dp = nodes // lay.replica_nodes
     else:
         dp = replicas(cfg.devices, lay, system, system.device_count // lay.gpus) * nodes
-    return TrainSplit(dp, cfg.scenario.batch_size, seq, t.get("accumulate", 1),
+    cp = cfg.llm.get("cp", 1)
+    if cp > 1 and (dp % cp or seq % (2 * cp)):
+        raise AccelsimError(f"cp = {cp}: the {dp} GPU(s) of each tp x pp position must be a "
+                            f"multiple of cp, and the sequence ({seq:,} tokens) a multiple of "
+                            f"2 x cp (Megatron-LM splits it in 2 x cp chunks)")
+    # (dp: the ranks of one weight shard, data x context parallel; seq: tokens per rank)
+    return TrainSplit(dp, cfg.scenario.batch_size, seq // cp, t.get("accumulate", 1),
                       cfg.llm.get("zero", 0), bool(cfg.llm.get("recompute", False)), nodes,
                       bool(t.get("overlap_allreduce", True)),
                       float(t.get("bucket_mb", DEFAULT_BUCKET_MIB)) * MIB, algo,
-                      virtual_stages=cfg.llm.get("vp", 1))
+                      virtual_stages=cfg.llm.get("vp", 1), cp=cp)
 
 
 def _spread(cfg: Any, plat: Platform) -> float:
@@ -110,7 +116,8 @@ def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_by
                      "software": plat.stack.name, "compute_precision": plat.precision,
                      "software_default": cfg.software == DEFAULT, "system": system.name,
                      "fused_attention": plat.fused_attention},
-        "tp": lay.tp, "pp": lay.pp, "vp": split.virtual_stages, "dp": split.dp,
+        "tp": lay.tp, "pp": lay.pp, "vp": split.virtual_stages, "cp": split.cp,
+        "dp": split.dp // split.cp,
         "zero": split.zero, "nodes": split.nodes,
         "overlap_allreduce": split.overlap_dp, "bucket_bytes": split.bucket_bytes,
         "recompute": split.recompute, "accumulate": split.microbatches, "layers": [],
@@ -118,7 +125,7 @@ def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_by
     }
     if not mem["fits"]:
         notes.insert(0, f"does not fit: training {model.name} with tp {lay.tp}, pp {lay.pp}, "
-                        f"ZeRO {split.zero} over {split.dp} replica(s) needs "
+                        f"ZeRO {split.zero} over {split.dp // split.cp} replica(s) needs "
                         f"{mem['required_bytes'] / 1e9:,.1f} GB per GPU on "
                         f"{plat.profile.name}, which has {capacity_bytes / 1e9:,.1f} GB")
         return Figures(None, None, None, None, "memory capacity",

@@ -127,7 +127,9 @@ def _llm_lines(r: dict[str, Any], head: Headline) -> list[str]:
     if r.get("zero") is not None and r.get("step_time_s") is not None:  # decoder training
         return [f"  tokens       {t.tokens_per_s:,.0f} tokens/s, step "
                 f"{r['step_time_s'] * 1e3:,.1f} ms ({r['global_batch_tokens']:,} tokens), MFU "
-                f"{mfu}; tp {r['tp']} x pp {r['pp']} x dp {r['dp']}, ZeRO {r['zero']}"
+                f"{mfu}; tp {r['tp']} x pp {r['pp']}"
+                + (f" x cp {r['cp']}" if r.get("cp", 1) > 1 else "")
+                + f" x dp {r['dp']}, ZeRO {r['zero']}"
                 + (", recompute" if r["recompute"] else "")] + _checkpoint_lines(r)
     if t.ttft_p50_s is not None:
         return [f"  tokens       TTFT p50 {t.ttft_p50_s * 1e3:.1f} ms, p99 "

@@ -186,6 +186,10 @@ _KNOBS = (
          "decoder training: virtual pipeline stages per GPU (Megatron's interleaved 1F1B: "
          "the bubble / vp, vp x the stage transfers; must divide each stage's layers)",
          low=1, high=MAX_DEVICES),
+    Knob("cp", "llm", "cp", int, TRAIN,
+         "decoder training: context-parallel GPUs (each sequence split over them, K/V passed "
+         "ring-wise beside the attention; Megatron-LM's context parallelism)", low=1,
+         high=MAX_DEVICES),
     Knob("checkpoint_every", "llm", "checkpoint_every", int, TRAIN,
          "decoder training: steps between checkpoints (weights and Adam state, 14 bytes a "
          "parameter, written by every rank)", low=1, high=MAX_STEPS),

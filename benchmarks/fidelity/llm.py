@@ -128,7 +128,8 @@ def markdown(summary: dict[str, Any], skipped: list[Any], total: int) -> str:
     for r in rows:
         k = r["knobs"]
         knobs = ", ".join(f"{key}={k[key]}" for key in ("precision", "kv_precision", "tp",
-                                                         "pp", "devices", "nodes", "batch",
+                                                         "pp", "cp", "vp", "devices", "nodes",
+                                                         "batch", "accumulate",
                                                          "prompt_tokens", "output_tokens",
                                                          "rate", "software") if key in k)
         pred = (_num(r["predicted"], r["metric"]) if r["run_error"] is None

@@ -35,8 +35,10 @@ def test_training_rows_split_the_global_batch_into_micro_batches_over_data_paral
     table = pd.read_csv(CSV).set_index("id")
     for case in (c for c in mapped[0] if c.metric == "train_tokens_per_s_per_gpu"):
         k = case.knobs
-        dp = case.gpus // (k["tp"] * k["pp"])
+        dp = case.gpus // (k["tp"] * k["pp"] * k.get("cp", 1))  # CP ranks share a sequence
         assert k["batch"] * k["accumulate"] * dp == table.loc[case.id, "batch_global"]
+        cp = re.search(r"CP=(\d+)", table.loc[case.id, "notes"])
+        assert k.get("cp", 1) == (int(cp.group(1)) if cp else 1)
 
 
 def test_max_load_rows_use_the_rows_request_count_up_to_the_cap(mapped):
