@@ -168,6 +168,9 @@ class Engine:
         ids = np.zeros(0, dtype=int)  # decoding, in admission order
         held = np.zeros(0, dtype=int)  # tokens in each decoding sequence's cache
         made = np.zeros(0, dtype=int)  # output tokens made so far
+        # kept beside the arrays (the loop's per-step cost): held.sum(), and a lower bound on
+        # the decode steps before any running sequence is done (<= 0: look)
+        held_sum, steps_left = 0, 0
         nxt, finished, used = 0, 0, 0
         while finished < n:
             while nxt < n and req.arrival_s[nxt] <= env.now:
@@ -195,10 +198,11 @@ class Engine:
                     redo[int(r)] = int(m)
                     waiting.appendleft(int(r))
                     ids, held, made = ids[:-1], held[:-1], made[:-1]
+                    held_sum -= int(h)
                     out.preemptions += 1
                 used += grow
                 out.batch_sum += len(ids)
-                cache = float(held.sum() + len(ids))
+                cache = float(held_sum + len(ids))
                 cost = (self.costs.mixed(len(ids), cache, *shape) if pieces
                         else self.costs.decode(len(ids), cache))
             else:
@@ -206,6 +210,8 @@ class Engine:
             yield self._step(cost, prefill=not decoding)
             if decoding:
                 held, made = held + 1, made + 1
+                held_sum += len(ids)
+                steps_left -= 1
             ready = _advance(pieces, partial)
             if ready:
                 arr = np.array(ready)
@@ -215,18 +221,25 @@ class Engine:
                 ids = np.concatenate([ids, arr])
                 held = np.concatenate([held, req.prompt[arr] + had])
                 made = np.concatenate([made, had + 1])  # prefill yields a token
+                held_sum += int(np.sum(req.prompt[arr] + had))
+                steps_left = 0  # a newcomer may be done at once: look
             out.peak_blocks = max(out.peak_blocks, used)
-            done = made >= req.output[ids]
+            if steps_left > 0 or len(ids) == 0:
+                continue
+            left = req.output[ids] - made
+            done = left <= 0
             if done.any():
                 gone = ids[done]
                 out.last_s[gone] = env.now
                 out.done_s[gone] = env.now
                 used -= int(np.sum(self._blocks(held[done])))
+                held_sum -= int(np.sum(held[done]))
                 finished += len(gone)
-                ids, held, made = ids[~done], held[~done], made[~done]
+                ids, held, made, left = ids[~done], held[~done], made[~done], left[~done]
                 settle = self.arrivals.returned(gone)
                 if settle is not None:
                     yield settle
+            steps_left = int(left.min()) if len(left) else 0
 
     def _admit(self, waiting: deque[int], partial: list[list[int]], redo: dict[int, int],
                decoding: int, used: int) -> tuple[list[tuple[list[int], int, int]], int]:
