@@ -19,6 +19,7 @@ from accelsim.cli import (  # noqa: F401  (register commands)
     calibrate,
     collective,
     compare,
+    convert,
     describe,
     listing,
     report,

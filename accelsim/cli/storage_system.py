@@ -31,14 +31,26 @@ def load_with_clients(name: str, clients: int | None) -> StorageSystem:
     return system
 
 
+def node_and_dataset(cfg: Any, what: str) -> tuple[Any, Any]:
+    """(the system node, the dataset) a training run `cfg` reads; AccelsimError naming
+    `what` needs a system where `--hw` names a device."""
+    from accelsim.profiles.datasets import load_dataset
+    from accelsim.profiles.hardware import resolve_hardware
+
+    node = resolve_hardware(cfg.hardware)[0]
+    if node is None:
+        raise AccelsimError(f"{what} needs --hw SYSTEM (a whole node), not a device")
+    ds = cfg.train.get("dataset") or cfg.scenario.dataset
+    return node, (node.default_dataset if ds is None else
+                  ds if not isinstance(ds, str) else load_dataset(ds))
+
+
 def train_on_storage_system(cfg: Any, name: str, clients: int | None,
                             knobs: dict[str, Any]) -> tuple[Any, str]:
     """`cfg` (a training run) reading the storage system `name` as one of `clients` nodes
     (default: its --nodes) does: (the config with that medium, the note saying so)."""
     from dataclasses import replace
 
-    from accelsim.profiles.datasets import load_dataset
-    from accelsim.profiles.hardware import resolve_hardware
     from accelsim.sim.storage_system.medium import node_medium
 
     if (cfg.mode or cfg.scenario.mode) != "train":
@@ -59,12 +71,7 @@ def train_on_storage_system(cfg: Any, name: str, clients: int | None,
         if knob in knobs:
             raise AccelsimError(f"--storage-system replaces the storage: drop "
                                 f"--{knob.replace('_', '-')}")
-    node = resolve_hardware(cfg.hardware)[0]
-    if node is None:
-        raise AccelsimError("--storage-system needs --hw SYSTEM (a whole node), not a device")
-    ds = cfg.train.get("dataset") or cfg.scenario.dataset
-    dataset = (node.default_dataset if ds is None else
-               ds if not isinstance(ds, str) else load_dataset(ds))
+    node, dataset = node_and_dataset(cfg, "--storage-system")
     nodes = int(knobs.get("nodes", 1))
     medium, note = node_medium(load_storage_system(name), node,
                                nodes if clients is None else clients, dataset)
