@@ -1,6 +1,10 @@
 """User-facing errors. Anything raised as an `AccelsimError` is printed as one line by the CLI,
 never as a traceback: it is the user's input that is wrong, not the program."""
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+
 
 class AccelsimError(Exception):
     """Base of every error caused by user input (a bad profile, workload, flag or shape)."""
@@ -31,7 +35,19 @@ class UnknownNameError(AccelsimError):
     """A name (model, profile, precision, ...) that is not known; the message lists the choices."""
 
     def __init__(self, what: str, name: str, choices: list[str]) -> None:
-        super().__init__(f"unknown {what} '{name}'; choose one of: {', '.join(sorted(choices))}")
+        super().__init__(f"unknown {what} '{name}'; {did_you_mean(name, choices)}choose one "
+                         f"of: {', '.join(sorted(choices))}")
+
+
+def did_you_mean(name: str, choices: Iterable[object]) -> str:
+    """'did you mean X? ' (or 'X or Y? ') for the choices closest to a mistyped `name`
+    (difflib's ratio, the usual cut-off), else ''."""
+    import difflib
+
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name, [str(c) for c in choices], n=2)
+    return f"did you mean {' or '.join(close)}? " if close else ""
 
 
 class PrecisionError(AccelsimError):

@@ -30,6 +30,12 @@ class _StackChoice(click.Choice):
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         if isinstance(value, str) and value.endswith(".toml"):
             return value
+        if isinstance(value, str) and value not in self.choices:
+            from accelsim.errors import did_you_mean
+
+            hint = did_you_mean(value, self.choices)
+            if hint:
+                self.fail(f"{value!r}: {hint}(or a stack .toml file)", param, ctx)
         return super().convert(value, param, ctx)
 
 

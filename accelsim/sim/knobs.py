@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from accelsim.errors import AccelsimError
+from accelsim.errors import AccelsimError, did_you_mean
 from accelsim.physical import (
     MAX_BATCH,
     MAX_DEVICES,
@@ -256,8 +256,8 @@ def parse_knob_values(name: str, text: str, model: str | None = None) -> list[An
 
 def _input_kind(name: str, model: str | None) -> type:
     if model is None or name not in model_knobs(model):
-        raise AccelsimError(f"unknown knob '{name}'; choose one of: "
-                            f"{', '.join(knob_names(model))}")
+        raise AccelsimError(f"unknown knob '{name}'; {did_you_mean(name, knob_names(model))}"
+                            f"choose one of: {', '.join(knob_names(model))}")
     return int
 
 
@@ -286,8 +286,9 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
             inputs[name] = _in_range(name, _convert(name, int, value), 1, input_ceiling(name))
             continue
         if name not in KNOBS:
-            raise AccelsimError(f"unknown knob '{name}'; choose one of: "
-                                f"{', '.join(knob_names(sc.model))}")
+            names = knob_names(sc.model)
+            raise AccelsimError(f"unknown knob '{name}'; {did_you_mean(name, names)}choose one "
+                                f"of: {', '.join(names)}")
         knob = KNOBS[name]
         value = _convert(name, knob.kind, value)
         if knob.kind in (int, float):

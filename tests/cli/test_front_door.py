@@ -11,7 +11,7 @@ from accelsim.errors import AccelsimError
 from accelsim.profiles.devices import load_profile
 from accelsim.workload.memory import largest_batch, memory_need
 from accelsim.workload.zoo import build_model
-from tests.helpers.cli import run_cli
+from tests.helpers.cli import one_line_error, run_cli
 
 
 @pytest.mark.parametrize("mode,extra", [  # a served decoder's prompt: --prompt-tokens
@@ -151,3 +151,19 @@ def test_docstring_examples_run(module):
     mod = importlib.import_module(module)
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+@pytest.mark.parametrize(("args", "hint"), [
+    (("simulate", "resnet50", "--hw", "a1000"), "did you mean a100"),
+    (("simulate", "resnet5", "--hw", "a100"), "did you mean resnet50"),
+    (("simulate", "resnet50", "--hw", "a100", "--software", "tensorrtt"),
+     "did you mean tensorrt"),
+    (("sweep", "resnet50", "--hw", "a100", "--set", "bach=1,2"), "did you mean batch"),
+])
+def test_a_mistyped_name_gets_the_closest_names(capsys, args, hint):
+    """Issue 23: an unknown name is answered with the nearest known ones (difflib's ratio),
+    still in one line with every choice."""
+    line = one_line_error(capsys, *args)
+    assert hint in line
+    if "--software" not in args:
+        assert "choose one of" in line
