@@ -67,6 +67,11 @@ GPUS = (
     ("B200", "b200", None), ("MI300X", "mi300x", None),
 )
 GPUS_PER_NODE = 8
+# NeMo's LoRA defaults, taken for its LoRA rows (NB: the performance summary states none)
+LORA_RANK = 32
+LORA_SOURCE = ("NVIDIA/NeMo examples/nlp/language_modeling/tuning/conf/"
+               "megatron_gpt_finetuning_config.yaml @00780235: lora_tuning target_modules "
+               "['attention_qkv'], adapter_dim 32")
 # MLPerf Inference v4.1 dataset means (prompt, output tokens per sample), by the dataset
 # text's head. Outputs: the reference TOKENS_PER_SAMPLE (mlcommons/inference
 # language/llama2-70b/README.md 294.45; language/mixtral-8x7b/README.md 144.84). Prompts:
@@ -214,8 +219,6 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
     if model == "gpt-j-6b":
         return no("beam search (width 4, MLPerf's GPT-J rule) is not modelled, and the mean "
                   "prompt length of its CNN/DailyMail set was not found")
-    if "LoRA" in str(row["workload"]):
-        return no("LoRA fine-tuning (frozen base weights) is not modelled (issue 25)")
     notes: list[str] = []
     engines = 1
     setting = MLPERF_SETTINGS.get((model, profile)) if source.startswith("mlperf") else None
@@ -345,6 +348,10 @@ def _train_case(rid: str, source: str, model: str, hardware: str, knobs: dict[st
         knobs["vp"] = vp
     if cp > 1:
         knobs["cp"] = cp
+    if "LoRA" in str(row["workload"]):
+        knobs["lora_rank"] = LORA_RANK
+        notes.append(f"LoRA: rank {LORA_RANK} adapters on the QKV projection ({LORA_SOURCE}; "
+                     "the rows do not state theirs)")
     if gpus > GPUS_PER_NODE:
         knobs["nodes"] = gpus // GPUS_PER_NODE
     return LlmCase(rid, source, model, hardware, knobs, "train_tokens_per_s_per_gpu",

@@ -83,6 +83,7 @@ GRAD_BYTES, ADAM_BYTES = 2.0, 12.0  # per parameter, mixed precision (weights: W
 # x forward; any other row: 1.0. NB: the token rows' own convention, coarser than the graph's
 # per-element backward FLOPs of `accelsim.workload.counts` (e.g. RMSNorm 6 / 4).
 BACKWARD_FLOPS = {OpKind.LINEAR.value: 2.0, OpKind.ATTENTION.value: 2.5}
+LORA_ROWS = ("lora_a", "lora_b")  # the adapter GEMMs' row names
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,9 @@ class TrainSplit:
     # holding one weight shard (data x context parallel: the gradient exchange's and ZeRO's
     # group, as Megatron-LM's DP-CP group) and `seq` is the tokens of a sequence per rank.
     cp: int = 1
+    # LoRA fine-tuning (`lora_rank` > 0): the base weights frozen, rank-r adapters on each
+    # layer's QKV projection trained (NeMo's lora_tuning defaults: target attention_qkv)
+    lora_rank: int = 0
 
     def check(self, lay: Layout | None = None) -> None:
         if self.zero not in ZERO_STAGES:
@@ -125,9 +129,16 @@ class TrainSplit:
                                 f"{self.microbatches} is not a multiple")
 
 
-def _backward(work: pd.DataFrame) -> pd.DataFrame:
-    """Backward rows of forward rows (same op_index, so the class model finds their GEMMs)."""
+def _backward(work: pd.DataFrame, frozen: bool = False) -> pd.DataFrame:
+    """Backward rows of forward rows (same op_index, so the class model finds their GEMMs).
+    `frozen` (LoRA): a base weight GEMM computes its input gradient only (once its forward
+    FLOPs, not twice), the adapters both, and the frozen embedding table takes no gradient."""
     factor = work["op"].map(BACKWARD_FLOPS).fillna(1.0).to_numpy()
+    if frozen:
+        base = (work["op"] == OpKind.LINEAR.value) & ~work["name"].isin(LORA_ROWS)
+        factor = np.where(base.to_numpy(), 1.0, factor)
+        work, factor = (work[(work["op"] != OpKind.EMBEDDING.value).to_numpy()],
+                        factor[(work["op"] != OpKind.EMBEDDING.value).to_numpy()])
     read, write = work["read_bytes"].to_numpy(), work["write_bytes"].to_numpy()
     return work.assign(phase="backward", flops=work["flops"].to_numpy() * factor,
                        read_bytes=read + write, write_bytes=read)
@@ -144,6 +155,10 @@ def _micro_rows(plat: Platform, split: TrainSplit) -> tuple[pd.DataFrame, pd.Dat
                     split.micro_batch * whole)
     rows = Rows("forward", plat.tiles)
     layer_rows(rows, plat.cfg, plat.shard, step, plat.formats, plat.fused_attention)
+    if split.lora_rank:  # the adapter beside the QKV projection: x A (d -> r), then B
+        cfg, r = plat.cfg, split.lora_rank
+        linear_rows(rows, LORA_ROWS[0], step.tokens, r, cfg.d_model, plat.formats, False)
+        linear_rows(rows, LORA_ROWS[1], step.tokens, _qkv_out(plat), r, plat.formats, False)
     rows.shape_id = 1
     embed_rows(rows, plat.cfg, step, plat.formats)
     vocab = plat.shard.vocab(plat.cfg)
@@ -152,11 +167,30 @@ def _micro_rows(plat: Platform, split: TrainSplit) -> tuple[pd.DataFrame, pd.Dat
     elementwise_rows(rows, "loss", (OpKind.SOFTMAX,), step.tokens * vocab, 1, plat.formats)
     work, gemms, ids = rows.frames()
     work = work.assign(shape=ids)
-    return pd.concat([work, _backward(work)], ignore_index=True), gemms
+    return pd.concat([work, _backward(work, split.lora_rank > 0)], ignore_index=True), gemms
+
+
+def _qkv_out(plat: Platform) -> int:
+    """The QKV projection's output width on one TP rank."""
+    cfg, shard = plat.cfg, plat.shard
+    return (shard.heads(cfg) + 2 * shard.kv_heads(cfg)) * cfg.head_dim
+
+
+def _lora_params_per_layer(plat: Platform, rank: int) -> float:
+    """One layer's adapter parameters on one TP rank: A (d x r) and B (r x its QKV width)."""
+    return rank * (plat.cfg.d_model + _qkv_out(plat))
 
 
 def _params_per_gpu(plat: Platform, lay: Layout) -> float:
     return lay.layers_per_stage * shard_layer_params(plat) + shard_embedding_params(plat, lay)
+
+
+def _trained_per_gpu(plat: Platform, lay: Layout, split: TrainSplit) -> float:
+    """The parameters one GPU trains (gradients, Adam state, the exchange): all of its
+    shard, or under LoRA its layers' adapters only."""
+    if split.lora_rank:
+        return lay.layers_per_stage * _lora_params_per_layer(plat, split.lora_rank)
+    return _params_per_gpu(plat, lay)
 
 
 def _optimizer(plat: Platform, params: float) -> tuple[float, float]:
@@ -179,7 +213,7 @@ def train_memory(plat: Platform, lay: Layout, split: TrainSplit,
     """Per-GPU memory of a training step (the first stage, which holds the most micro-batches
     in flight under 1F1B), bytes."""
     cfg, shard = plat.cfg, plat.shard
-    params = _params_per_gpu(plat, lay)
+    params, trained = _params_per_gpu(plat, lay), _trained_per_gpu(plat, lay, split)
     shard_by = {stage: split.dp if split.zero >= stage else 1 for stage in (1, 2, 3)}
     act = plat.formats.act_bytes
     routed = cfg.experts_per_token * shard.experts(cfg) / cfg.n_experts
@@ -206,9 +240,10 @@ def train_memory(plat: Platform, lay: Layout, split: TrainSplit,
     tokens = split.micro_batch * split.seq
     logits = tokens * shard.vocab(cfg) * LOGIT_BYTES
     mem = {
-        "weights_bytes": params * WEIGHT_BYTES / shard_by[3],
-        "gradients_bytes": params * GRAD_BYTES / shard_by[2],
-        "optimizer_bytes": params * ADAM_BYTES / shard_by[1],
+        "weights_bytes": (params * WEIGHT_BYTES / shard_by[3] if not split.lora_rank
+                          else (params + trained) * WEIGHT_BYTES),  # frozen base + adapters
+        "gradients_bytes": trained * GRAD_BYTES / shard_by[2],
+        "optimizer_bytes": trained * ADAM_BYTES / shard_by[1],
         "activations_bytes": per_token_stage * tokens * in_flight + logits,
         "reserve_bytes": plat.stack.figure("llm.memory_reserve_fraction",
                                            plat.profile.device_class) * capacity_bytes,
@@ -252,6 +287,15 @@ def _p2p_exposed_s(plat: Platform, lay: Layout, v: int, msg_bytes: float, forwar
     if v == 1:
         return 2 * p2p
     return v * (max(p2p - forward_s / v, 0.0) + max(p2p - backward_s / v, 0.0))
+
+
+def _grad_bytes(plat: Platform, lay: Layout, split: TrainSplit) -> np.ndarray:
+    """Gradient bytes the backward makes, in its order: the ends (none), each layer's, the
+    embedding's; under LoRA each layer's adapters' only."""
+    layer = (_lora_params_per_layer(plat, split.lora_rank) if split.lora_rank
+             else shard_layer_params(plat))
+    embed = 0.0 if split.lora_rank else shard_embedding_params(plat, lay)
+    return np.array([0.0, *[layer * GRAD_BYTES] * lay.layers_per_stage, embed * GRAD_BYTES])
 
 
 def _cp_exposed_s(plat: Platform, lay: Layout, split: TrainSplit, done: pd.DataFrame
@@ -307,7 +351,7 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
     m, pp = split.microbatches, lay.pp
     passes = m + (pp - 1) / v  # stage passes on the critical path, the bubble's included
     compute_s = passes * stage_s
-    params = _params_per_gpu(plat, lay)
+    params = _trained_per_gpu(plat, lay, split)
     opt_s, opt_j = _optimizer(plat, params / (split.dp if split.zero >= 1 else 1))
     opt_s *= pace
     window_s = bwd[1] + tp["backward_s"]  # the last micro-batch's backward on the stage
@@ -319,8 +363,7 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
     # the TP collectives' time in the window as it slows compute.
     dp = dp_step(plat, lay, split, system, backward, np.array(
         [bwd[1], *[tp["backward_s"] / lay.layers_per_stage] * lay.layers_per_stage, 0.0]),
-        np.array([0.0, *[shard_layer_params(plat) * GRAD_BYTES] * lay.layers_per_stage,
-                  shard_embedding_params(plat, lay) * GRAD_BYTES]), opt_s, params)
+        _grad_bytes(plat, lay, split), opt_s, params)
     step_s = compute_s - window_s + dp["end_s"]
     dp_s = max(dp["end_s"] - window_s - opt_s, 0.0)  # (float rounding below 0 without DP)
     busy = shards_busy(plat, split, part, opt_s, opt_j, lay.gpus * split.dp)
@@ -332,8 +375,9 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
     forward = done[(done["phase"] == "forward") & done["matmul"]]
     fwd_flops = (plat.cfg.n_layers * forward.loc[forward["shape"] == 0, "flops"].sum()
                  + forward.loc[forward["shape"] == 1, "flops"].sum()) * plat.tp
-    # NB: MFU's model FLOPs: 3 x the forward GEMMs (forward, dX, dW), no recomputation
-    model_flops = 3.0 * fwd_flops * m * split.dp
+    # NB: MFU's model FLOPs: 3 x the forward GEMMs (forward, dX, dW), no recomputation;
+    # under LoRA 2 x (the frozen weights take no dW; the adapters' is left out)
+    model_flops = (2.0 if split.lora_rank else 3.0) * fwd_flops * m * split.dp
     peak = plat.profile.peak_flops_per_s(plat.gemm_precision)
     step_tokens = tokens * m * split.dp
     energy_j = energy["total_j"]

@@ -64,7 +64,8 @@ def _split(cfg: Any, lay: Layout, system: Any, seq: int) -> TrainSplit:
                       cfg.llm.get("zero", 0), bool(cfg.llm.get("recompute", False)), nodes,
                       bool(t.get("overlap_allreduce", True)),
                       float(t.get("bucket_mb", DEFAULT_BUCKET_MIB)) * MIB, algo,
-                      virtual_stages=cfg.llm.get("vp", 1), cp=cp)
+                      virtual_stages=cfg.llm.get("vp", 1), cp=cp,
+                      lora_rank=cfg.llm.get("lora_rank", 0))
 
 
 def _spread(cfg: Any, plat: Platform) -> float:
@@ -118,7 +119,7 @@ def train_record(cfg: Any, plat: Platform, lay: Layout, system: Any, capacity_by
                      "fused_attention": plat.fused_attention},
         "tp": lay.tp, "pp": lay.pp, "vp": split.virtual_stages, "cp": split.cp,
         "dp": split.dp // split.cp,
-        "zero": split.zero, "nodes": split.nodes,
+        "zero": split.zero, "lora_rank": split.lora_rank, "nodes": split.nodes,
         "overlap_allreduce": split.overlap_dp, "bucket_bytes": split.bucket_bytes,
         "recompute": split.recompute, "accumulate": split.microbatches, "layers": [],
         "unsupported_ops": [], "notes": notes, "memory": mem,

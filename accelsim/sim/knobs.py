@@ -190,6 +190,9 @@ _KNOBS = (
          "decoder training: context-parallel GPUs (each sequence split over them, K/V passed "
          "ring-wise beside the attention; Megatron-LM's context parallelism)", low=1,
          high=MAX_DEVICES),
+    Knob("lora_rank", "llm", "lora_rank", int, TRAIN,
+         "decoder training: LoRA fine-tuning, the base weights frozen and rank-r adapters on "
+         "each layer's QKV projection trained (NeMo's default target)", low=1, high=2**16),
     Knob("checkpoint_every", "llm", "checkpoint_every", int, TRAIN,
          "decoder training: steps between checkpoints (weights and Adam state, 14 bytes a "
          "parameter, written by every rank)", low=1, high=MAX_STEPS),

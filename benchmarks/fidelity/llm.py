@@ -129,7 +129,7 @@ def markdown(summary: dict[str, Any], skipped: list[Any], total: int) -> str:
         k = r["knobs"]
         knobs = ", ".join(f"{key}={k[key]}" for key in ("precision", "kv_precision", "tp",
                                                          "pp", "cp", "vp", "devices", "nodes",
-                                                         "batch", "accumulate",
+                                                         "batch", "accumulate", "lora_rank",
                                                          "prompt_tokens", "output_tokens",
                                                          "rate", "software") if key in k)
         pred = (_num(r["predicted"], r["metric"]) if r["run_error"] is None
