@@ -49,12 +49,9 @@ import pandas as pd
 from accelsim.devices.estimate import power_limits_w
 from accelsim.errors import AccelsimError
 from accelsim.interconnect.buckets import DEFAULT_BUCKET_MIB, MIB
-from accelsim.interconnect.links import transfer_time_s
 from accelsim.llm.costs import Platform, cost_frames
 from accelsim.llm.memory import (
     LOGIT_BYTES,
-    shard_embedding_params,
-    shard_layer_params,
 )
 from accelsim.llm.parallel import Layout
 from accelsim.llm.steps import ALLREDUCES_PER_LAYER, StepModel, prefill_step
@@ -65,6 +62,15 @@ from accelsim.llm.train_comm import (
     shards_busy,
     step_energy_j,
     tp_link_energy,
+)
+from accelsim.llm.train_parts import (
+    GRAD_BYTES,
+    LORA_ROWS,
+    cp_exposed_s,
+    grad_bytes,
+    params_per_gpu,
+    qkv_out,
+    trained_per_gpu,
 )
 from accelsim.llm.work import (
     Rows,
@@ -79,11 +85,10 @@ from accelsim.workload.ops import OpKind
 from accelsim.workload.work import OPTIMIZER_FLOPS_PER_PARAM
 
 ZERO_STAGES = (0, 1, 2, 3)
-GRAD_BYTES, ADAM_BYTES = 2.0, 12.0  # per parameter, mixed precision (weights: WEIGHT_BYTES)
+ADAM_BYTES = 12.0  # per parameter, mixed precision (weights: WEIGHT_BYTES; gradients: GRAD_BYTES)
 # x forward; any other row: 1.0. NB: the token rows' own convention, coarser than the graph's
 # per-element backward FLOPs of `accelsim.workload.counts` (e.g. RMSNorm 6 / 4).
 BACKWARD_FLOPS = {OpKind.LINEAR.value: 2.0, OpKind.ATTENTION.value: 2.5}
-LORA_ROWS = ("lora_a", "lora_b")  # the adapter GEMMs' row names
 
 
 @dataclass(frozen=True)
@@ -158,7 +163,7 @@ def _micro_rows(plat: Platform, split: TrainSplit) -> tuple[pd.DataFrame, pd.Dat
     if split.lora_rank:  # the adapter beside the QKV projection: x A (d -> r), then B
         cfg, r = plat.cfg, split.lora_rank
         linear_rows(rows, LORA_ROWS[0], step.tokens, r, cfg.d_model, plat.formats, False)
-        linear_rows(rows, LORA_ROWS[1], step.tokens, _qkv_out(plat), r, plat.formats, False)
+        linear_rows(rows, LORA_ROWS[1], step.tokens, qkv_out(plat), r, plat.formats, False)
     rows.shape_id = 1
     embed_rows(rows, plat.cfg, step, plat.formats)
     vocab = plat.shard.vocab(plat.cfg)
@@ -168,29 +173,6 @@ def _micro_rows(plat: Platform, split: TrainSplit) -> tuple[pd.DataFrame, pd.Dat
     work, gemms, ids = rows.frames()
     work = work.assign(shape=ids)
     return pd.concat([work, _backward(work, split.lora_rank > 0)], ignore_index=True), gemms
-
-
-def _qkv_out(plat: Platform) -> int:
-    """The QKV projection's output width on one TP rank."""
-    cfg, shard = plat.cfg, plat.shard
-    return (shard.heads(cfg) + 2 * shard.kv_heads(cfg)) * cfg.head_dim
-
-
-def _lora_params_per_layer(plat: Platform, rank: int) -> float:
-    """One layer's adapter parameters on one TP rank: A (d x r) and B (r x its QKV width)."""
-    return rank * (plat.cfg.d_model + _qkv_out(plat))
-
-
-def _params_per_gpu(plat: Platform, lay: Layout) -> float:
-    return lay.layers_per_stage * shard_layer_params(plat) + shard_embedding_params(plat, lay)
-
-
-def _trained_per_gpu(plat: Platform, lay: Layout, split: TrainSplit) -> float:
-    """The parameters one GPU trains (gradients, Adam state, the exchange): all of its
-    shard, or under LoRA its layers' adapters only."""
-    if split.lora_rank:
-        return lay.layers_per_stage * _lora_params_per_layer(plat, split.lora_rank)
-    return _params_per_gpu(plat, lay)
 
 
 def _optimizer(plat: Platform, params: float) -> tuple[float, float]:
@@ -213,7 +195,7 @@ def train_memory(plat: Platform, lay: Layout, split: TrainSplit,
     """Per-GPU memory of a training step (the first stage, which holds the most micro-batches
     in flight under 1F1B), bytes."""
     cfg, shard = plat.cfg, plat.shard
-    params, trained = _params_per_gpu(plat, lay), _trained_per_gpu(plat, lay, split)
+    params, trained = params_per_gpu(plat, lay), trained_per_gpu(plat, lay, split)
     shard_by = {stage: split.dp if split.zero >= stage else 1 for stage in (1, 2, 3)}
     act = plat.formats.act_bytes
     routed = cfg.experts_per_token * shard.experts(cfg) / cfg.n_experts
@@ -289,38 +271,6 @@ def _p2p_exposed_s(plat: Platform, lay: Layout, v: int, msg_bytes: float, forwar
     return v * (max(p2p - forward_s / v, 0.0) + max(p2p - backward_s / v, 0.0))
 
 
-def _grad_bytes(plat: Platform, lay: Layout, split: TrainSplit) -> np.ndarray:
-    """Gradient bytes the backward makes, in its order: the ends (none), each layer's, the
-    embedding's; under LoRA each layer's adapters' only."""
-    layer = (_lora_params_per_layer(plat, split.lora_rank) if split.lora_rank
-             else shard_layer_params(plat))
-    embed = 0.0 if split.lora_rank else shard_embedding_params(plat, lay)
-    return np.array([0.0, *[layer * GRAD_BYTES] * lay.layers_per_stage, embed * GRAD_BYTES])
-
-
-def _cp_exposed_s(plat: Platform, lay: Layout, split: TrainSplit, done: pd.DataFrame
-                  ) -> tuple[float, float]:
-    """(forward, backward) seconds a layer's context-parallel K/V exchange adds beyond its
-    attention: the rank's K and V chunk passed ring-wise to the cp - 1 others (backward: the
-    K/V again and their gradients), each transfer beside the attention on the chunk before it
-    (Megatron-LM's ring of P2P sends overlapped with the attention blocks). NB: the CP ranks
-    share a node (Megatron places TP, then CP, innermost): the transfers run over its GPU link
-    at its achieved bandwidth, one at a time."""
-    if split.cp == 1:
-        return 0.0, 0.0
-    cfg = plat.cfg
-    chunk = (split.micro_batch * split.seq * 2 * plat.shard.kv_heads(cfg) * cfg.head_dim
-             * plat.formats.act_bytes)
-    assert lay.link is not None
-    hop_s = transfer_time_s(chunk, lay.link, achieved=True)
-    att = done[(done["shape"] == 0) & (done["op"] == OpKind.ATTENTION.value)]
-    steps = split.cp - 1
-    hidden = {ph: float(att.loc[att["phase"] == ph, "time_s"].sum()) * steps / split.cp
-              for ph in ("forward", "backward")}
-    return (max(steps * hop_s - hidden["forward"], 0.0),
-            max(2 * steps * hop_s - hidden["backward"], 0.0))
-
-
 def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: float,
                system: Any) -> dict[str, Any]:
     """Time, throughput, MFU, memory and energy of one training step (module docstring); SI
@@ -340,7 +290,7 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
 
     fwd = {s: part(s, "forward") for s in (0, 1)}
     bwd = {s: part(s, "backward") for s in (0, 1)}
-    cp_f, cp_b = _cp_exposed_s(plat, lay, split, done)
+    cp_f, cp_b = cp_exposed_s(plat, lay, split, done)
     fwd[0], bwd[0] = fwd[0] + cp_f, bwd[0] + cp_b
     tokens = split.micro_batch * split.seq
     msg = tokens * plat.cfg.d_model * plat.formats.act_bytes
@@ -351,7 +301,7 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
     m, pp = split.microbatches, lay.pp
     passes = m + (pp - 1) / v  # stage passes on the critical path, the bubble's included
     compute_s = passes * stage_s
-    params = _trained_per_gpu(plat, lay, split)
+    params = trained_per_gpu(plat, lay, split)
     opt_s, opt_j = _optimizer(plat, params / (split.dp if split.zero >= 1 else 1))
     opt_s *= pace
     window_s = bwd[1] + tp["backward_s"]  # the last micro-batch's backward on the stage
@@ -363,7 +313,7 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
     # the TP collectives' time in the window as it slows compute.
     dp = dp_step(plat, lay, split, system, backward, np.array(
         [bwd[1], *[tp["backward_s"] / lay.layers_per_stage] * lay.layers_per_stage, 0.0]),
-        _grad_bytes(plat, lay, split), opt_s, params)
+        grad_bytes(plat, lay, split), opt_s, params)
     step_s = compute_s - window_s + dp["end_s"]
     dp_s = max(dp["end_s"] - window_s - opt_s, 0.0)  # (float rounding below 0 without DP)
     busy = shards_busy(plat, split, part, opt_s, opt_j, lay.gpus * split.dp)

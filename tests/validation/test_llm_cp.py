@@ -10,7 +10,8 @@ from accelsim.interconnect.links import transfer_time_s
 from accelsim.llm.costs import Platform
 from accelsim.llm.models import decoder
 from accelsim.llm.parallel import layout
-from accelsim.llm.train import TrainSplit, _cp_exposed_s, _micro_rows, train_memory
+from accelsim.llm.train import TrainSplit, _micro_rows, train_memory
+from accelsim.llm.train_parts import cp_exposed_s
 from accelsim.profiles.devices import load_profile
 from accelsim.profiles.systems import load_system
 from accelsim.run import run_simulation
@@ -49,7 +50,7 @@ def test_the_kv_exchange_is_hidden_unless_its_hops_outlast_the_attention():
     for system in (DGX, load_system("l40s-server")):  # NVLink; PCIe
         lay = layout(CFG, system, 1, 1)
         hop = transfer_time_s(chunk, lay.link, achieved=True)
-        fwd, _ = _cp_exposed_s(PLAT, lay, split, done)
+        fwd, _ = cp_exposed_s(PLAT, lay, split, done)
         assert fwd == pytest.approx(max(hop - f_att / 2, 0.0))
 
 
