@@ -172,7 +172,19 @@ def _train_lines(r: dict[str, Any]) -> list[str]:
         _allreduce_line(r),
         "  energy parts " + ", ".join(f"{k} {_joules(v)}"
                                       for k, v in r["energy_breakdown_j"].items()),
-    ]
+    ] + _jobs_lines(r)
+
+
+def _jobs_lines(r: dict[str, Any]) -> list[str]:
+    """Several training jobs on one node and dataset: this one's throughput and all of theirs."""
+    jobs = r.get("jobs", 1)
+    if jobs == 1:
+        return []
+    how = ("coordinated: one read and one decode of each sample feed them all"
+           if r.get("coordinated") else "each with its own reads and decode")
+    return [f"  jobs         {jobs} like this one on the node ({how}): this one "
+            f"{r['throughput_samples_per_s']:,.1f} samples/s, all "
+            f"{jobs * r['throughput_samples_per_s']:,.1f} samples/s"]
 
 
 def _joules(v: float | None) -> str:

@@ -80,6 +80,8 @@ class TrainConfig:
     # relative std of step time between devices (`accelsim.sim.straggler`); None: the class's
     # fitted value
     device_spread: float | None = None
+    jobs: int = 1  # training jobs of this one sharing the node, its storage and dataset
+    coordinated: bool = False  # the jobs share one read and one decode of each sample
     steps: int | None = None
     epochs: int | None = None
     seed: int = 0
@@ -117,6 +119,14 @@ class TrainPlan:
     nodes: int = 1  # devices is per node; one node is simulated, the others alike
     decode: DecodePlan = DecodePlan("cpu")  # where samples are decoded
     device_spread: float = 0.0  # relative std of step time between devices
+    jobs: int = 1  # jobs like this one on the node (`devices` each), one simulated
+    coordinated: bool = False  # one read and one decode of each sample serve every job
+
+    @property
+    def share(self) -> float:
+        """This job's share of the node's storage, page-cache bandwidth and network: 1 / jobs,
+        or all of it when the jobs' loading is coordinated (one stream feeds them all)."""
+        return 1.0 if self.coordinated else 1.0 / self.jobs
 
     @property
     def global_batch(self) -> int:
@@ -150,8 +160,10 @@ class TrainPlan:
 
     @property
     def prep_cores(self) -> int:
-        """Host cores left for input preparation after the framework's own."""
-        return self.system.host.cores - self.framework_cores
+        """Host cores left for this job's input preparation after every job's framework
+        threads: its 1 / jobs share, or all of them for the coordinated loader."""
+        left = self.system.host.cores - self.framework_cores * self.jobs
+        return left if self.coordinated else left // self.jobs
 
 
 def _bad(field: str, value: object, problem: str) -> AccelsimError:
@@ -202,10 +214,15 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
     sc, sysm, pipe = cfg.scenario, cfg.system, cfg.scenario.pipeline
     if sc.mode != "train":
         raise _bad("scenario.mode", sc.mode, f"scenario '{sc.name}' is not a training scenario")
-    devices = _whole("devices", sysm.device_count if cfg.devices is None else cfg.devices, 1)
-    if devices > sysm.device_count:
+    jobs = _whole("jobs", cfg.jobs, 1)
+    coordinated = _flag("coordinated", cfg.coordinated)
+    if coordinated and jobs == 1:
+        raise _bad("coordinated", True, "shares loading between jobs: give jobs >= 2")
+    devices = _whole("devices", max(sysm.device_count // jobs, 1) if cfg.devices is None
+                     else cfg.devices, 1)
+    if devices * jobs > sysm.device_count:
         raise _bad("devices", devices, f"system '{sysm.name}' has only {sysm.device_count} "
-                   f"accelerators")
+                   f"accelerators" + (f" for {jobs} jobs of {devices}" if jobs > 1 else ""))
     io_threads = _whole("io_threads", pipe.io_threads if cfg.io_threads is None
                         else cfg.io_threads, 1)
     prep_workers = _whole("prep_workers", pipe.prep_workers if cfg.prep_workers is None
@@ -285,7 +302,8 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
                                host_clock_hz(system))[0].with_tf32(cfg.tf32),
         max_events=_whole("max_events", cfg.max_events, 1),
         nodes=nodes, decode=_decode(cfg.decode, gpudirect, dataset, profile),
-        device_spread=float(spread) + 0.0)  # + 0.0: -0.0 reads as 0
+        device_spread=float(spread) + 0.0,  # + 0.0: -0.0 reads as 0
+        jobs=jobs, coordinated=coordinated)
     if not plan.decode.on_device and plan.prep_cores < 1:
         raise _bad("devices", devices, f"host has {sysm.host.cores} cores and the framework "
                    f"takes {plan.framework_cores // devices} per accelerator: none left to "

@@ -130,6 +130,13 @@ _KNOBS = (
          "nodes joined by the system's NICs, devices per node (hierarchical all-reduce); "
          "decoder inference and serving: the nodes a tp x pp replica (or replicas) fills",
          low=1, high=MAX_NODES, decoder_modes=LLM),
+    Knob("jobs", "train", "jobs", int, TRAIN,
+         "training jobs like this one on the node, sharing its storage, page cache and "
+         "preparation cores (devices: each job's; one simulated, the others alike)", low=1,
+         high=MAX_DEVICES),
+    Knob("coordinated", "train", "coordinated", bool, TRAIN,
+         "with jobs: one read and one decode of each sample feed every job (CoorDL's "
+         "coordinated loading)"),
     Knob("steps", "train", "steps", int, TRAIN, "training steps", low=1, high=MAX_STEPS),
     Knob("epochs", "train", "epochs", int, TRAIN, "whole epochs", low=1, high=MAX_EPOCHS),
     Knob("rate", "serve", "rate_per_s", float, SERVE, "Poisson arrivals per second",

@@ -96,6 +96,8 @@ class TrainResult:
     energy_breakdown_j: dict[str, float]
     bottleneck: str
     bottleneck_detail: str
+    jobs: int = 1  # jobs like this one sharing the node (this record is one job's)
+    coordinated: bool = False  # the jobs share one read and one decode of each sample
     notes: list[str] = field(default_factory=list)
     records: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
 
@@ -384,4 +386,5 @@ def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Link | Non
         utilization=util, stalls=metrics.stalls(df, plan.devices, run_s),
         accelerator_utilization=au, au_target=metrics.AU_TARGET,
         meets_au_target=au >= metrics.AU_TARGET, energy_breakdown_j=energy, bottleneck=stage,
-        bottleneck_detail=why, notes=notes, records=df)
+        bottleneck_detail=why, jobs=plan.jobs, coordinated=plan.coordinated, notes=notes,
+        records=df)

@@ -77,12 +77,16 @@ class TrainModel(LoaderStages, AllReduceStage):
         self.latency_s = medium.request_latency_s
         if plan.gpudirect and medium.gds_request_latency_s is not None:
             self.latency_s = medium.gds_request_latency_s
-        self.storage_bw = s.storage_read_bandwidth_bytes_per_s
-        self.iops = s.storage_count * medium.random_read_4k_iops
+        # NB: with jobs sharing the node, this job reads at its share of the storage, the
+        # page cache's bandwidth and the NICs (`TrainPlan.share`; the others read alike)
+        share = plan.share
+        self.storage_bw = s.storage_read_bandwidth_bytes_per_s * share
+        self.iops = s.storage_count * medium.random_read_4k_iops * share
         # NB: the whole NIC set of the host carries storage traffic at its achieved bandwidth.
-        self.net_bw = (s.nic_count * s.network.achieved_bandwidth_bytes_per_s
+        self.net_bw = (s.nic_count * s.network.achieved_bandwidth_bytes_per_s * share
                        if medium.over_network and s.network is not None else 0.0)
-        slots = medium.max_concurrency * s.storage_count
+        self.page_bw = s.host.dram_bandwidth_bytes_per_s * share
+        slots = max(int(medium.max_concurrency * s.storage_count * share), 1)
         self.slots = simpy.Resource(env, slots) if plan.io_threads * n > slots else None
         self.channel = simpy.Resource(env, 1)
         # The page cache: once read, a dataset that fits in host DRAM is served from memory in
@@ -227,7 +231,7 @@ class TrainModel(LoaderStages, AllReduceStage):
         with self.dram_channel.request() as req:
             yield req
             t0 = self.env.now
-            yield self.env.timeout(n_bytes / self.plan.system.host.dram_bandwidth_bytes_per_s)
+            yield self.env.timeout(n_bytes / self.page_bw)
             self.recorder.add("page_cache", "read", t0, self.env.now, g, d, n_samples, n_bytes)
 
     # ------------------------------------------------------------------ prepare
