@@ -6,7 +6,11 @@ Run: python benchmarks/speed/startup.py [--repeat N] [--write LABEL]
 
 - Whole commands, in fresh processes (`accelsim --help`, `accelsim list`, `accelsim simulate
   resnet50 --hw a100`), against `python -c "import numpy"`: CPU time (user + system) of the
-  child, the median of N runs, and the heavy top-level modules each one loaded.
+  child, the median of N runs, and the heavy top-level modules each one loaded. Twice: with
+  accelsim's bytecode cached (as an installed package runs; the children write it under a
+  temporary PYTHONPYCACHEPREFIX, warmed by one run first), and with PYTHONDONTWRITEBYTECODE=1
+  (every accelsim module compiled from source at each start, as an editable checkout runs
+  where that variable is set).
 - In process, against 100,000 bare SimPy timeouts: the ResNet-50 estimate on one a100 (warm,
   the graph built), and a sweep point (`accelsim.explore.run.point_row` over the points of the
   1,000-point inference sweep of `sweep_speed.py`, first 200, after one warm pass over them).
@@ -24,6 +28,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,17 +53,29 @@ SWEEP = {"hw": ["a100", "h100", "v100", "t4", "l4"], "precision": ["fp16", "fp32
 SWEEP_POINTS = 200
 
 
-def child_cpu_s(argv: list[str]) -> float:
+def child_env(pycache: str | None) -> dict[str, str]:
+    """The children's environment: bytecode cached under `pycache`, or (None) never written."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    if pycache is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env["PYTHONPYCACHEPREFIX"] = pycache
+    return env
+
+
+def child_cpu_s(argv: list[str], env: dict[str, str]) -> float:
     """CPU seconds (user + system) of one child process run to its end."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(argv, check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+                   stderr=subprocess.DEVNULL, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
-def median_cpu_s(argv: list[str], repeat: int) -> float:
-    return statistics.median(child_cpu_s(argv) for _ in range(repeat))
+def median_cpu_s(argv: list[str], repeat: int, env: dict[str, str]) -> float:
+    child_cpu_s(argv, env)  # warm: the bytecode cache and the page cache
+    return statistics.median(child_cpu_s(argv, env) for _ in range(repeat))
 
 
 def heavy_modules(args: list[str]) -> list[str]:
@@ -146,15 +163,20 @@ def _verdict(what: str, seconds: float) -> str:
 
 def report(repeat: int) -> str:
     load_before = load()
-    ref_s = median_cpu_s([sys.executable, "-c", "import numpy"], repeat)
-    lines = [f"Process reference `python -c \"import numpy\"`: {ref_s:.3f} s CPU.", "",
-             "| command | CPU (s) | x reference | target | heavy modules loaded |",
-             "| --- | --- | --- | --- | --- |"]
-    for name, args in COMMANDS.items():
-        cpu_s = median_cpu_s([sys.executable, "-c", ENTRY, *args], repeat)
-        heavy = ", ".join(heavy_modules(args)) or "none"
-        lines.append(f"| `{name}` | {cpu_s:.3f} | {cpu_s / ref_s:.1f} "
-                     f"| {_verdict(name, cpu_s)} | {heavy} |")
+    with tempfile.TemporaryDirectory() as pycache:
+        cached, compiled = child_env(pycache), child_env(None)
+        ref_s = median_cpu_s([sys.executable, "-c", "import numpy"], repeat, cached)
+        lines = [f"Process reference `python -c \"import numpy\"`: {ref_s:.3f} s CPU.", "",
+                 "| command | CPU (s), .pyc cached | x reference | target "
+                 "| CPU (s), no .pyc | heavy modules loaded |",
+                 "| --- | --- | --- | --- | --- | --- |"]
+        for name, args in COMMANDS.items():
+            argv = [sys.executable, "-c", ENTRY, *args]
+            cpu_s = median_cpu_s(argv, repeat, cached)
+            cold_s = median_cpu_s(argv, repeat, compiled)
+            heavy = ", ".join(heavy_modules(args)) or "none"
+            lines.append(f"| `{name}` | {cpu_s:.3f} | {cpu_s / ref_s:.1f} "
+                         f"| {_verdict(name, cpu_s)} | {cold_s:.3f} | {heavy} |")
     rows = in_process(repeat)
     ref_in_s = rows[0][1]
     lines += ["", "| in process | CPU per call (ms) | x reference | target |",
