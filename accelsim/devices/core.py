@@ -33,6 +33,7 @@ power cap and static energy. Stateless: policies are functions, profiles are dat
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -100,16 +101,12 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
 
 def _finished(work: pd.DataFrame, costs: pd.DataFrame, time_s: np.ndarray, bound: np.ndarray,
               dyn_j: np.ndarray, static_w: float, clock_fraction: np.ndarray) -> pd.DataFrame:
-    out = work.copy()
-    for col in costs.columns:
-        out[col] = costs[col].to_numpy()
-    out["dynamic_energy_j"] = dyn_j
-    out["time_s"] = time_s
-    out["bound"] = bound
-    out["clock_fraction"] = clock_fraction
-    out["energy_j"] = dyn_j + static_w * time_s
-    out["bytes"] = work["read_bytes"] + work["write_bytes"]
-    return out
+    # One frame built at once (a column set at a time costs about 40 us each, 18 of them).
+    out: dict[str, Any] = {c: work[c] for c in work.columns}
+    out.update({c: costs[c].to_numpy() for c in costs.columns})
+    out.update(dynamic_energy_j=dyn_j, time_s=time_s, bound=bound, clock_fraction=clock_fraction,
+               energy_j=dyn_j + static_w * time_s, bytes=work["read_bytes"] + work["write_bytes"])
+    return pd.DataFrame(out, index=work.index)
 
 
 def kernel_groups(work: pd.DataFrame, costs: pd.DataFrame) -> np.ndarray:
