@@ -114,7 +114,7 @@ def _rows(layers: pd.DataFrame) -> _Rows:
     col = {c: values[:, j] for j, c in enumerate(present)}
     col.setdefault("host_energy_j", np.zeros(n))
     group = kernel_groups(layers, layers)
-    host = (layers["unit"] == "host").to_numpy() if "unit" in layers else np.zeros(n, bool)
+    host = layers["unit"].to_numpy() == "host" if "unit" in layers else np.zeros(n, bool)
     return _Rows(layers, col, group, group == np.arange(n), host,
                  layers["matmul"].to_numpy(dtype=bool))
 

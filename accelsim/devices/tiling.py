@@ -76,9 +76,11 @@ def row_gemm_columns(work: pd.DataFrame, g: pd.DataFrame, width_bytes: float, ti
     """`row_gemm_factors`' columns as arrays, from the row GEMMs `g` (and `useful`, those of
     `useful_gemms`) of `mapping.row_gemms`, for a caller that has them already."""
     n_rows = len(work)
-    spent = gemm_quantization(g["m"], g["n"], g["k"], g["count"], tile_m, tile_n, units,
-                              split_k_min_k, fill_k)
-    spent_row = per_row(spent, g["row"], n_rows)
+    # Each column read once (a frame's column costs about 20 us a time).
+    m, n, k, count = (g[c].to_numpy(dtype=float) for c in ("m", "n", "k", "count"))
+    row = g["row"].to_numpy()
+    spent = gemm_quantization(m, n, k, count, tile_m, tile_n, units, split_k_min_k, fill_k)
+    spent_row = per_row(spent, row, n_rows)
     u = g if useful is None else useful
     useful_macs = per_row(u["macs"], u["row"], n_rows)
     has = useful_macs > 0
@@ -86,13 +88,12 @@ def row_gemm_columns(work: pd.DataFrame, g: pd.DataFrame, width_bytes: float, ti
     # own operands would: a wgrad kernel keeps its small output stationary and streams X and
     # dY once. For batch-in-count GEMMs dW keeps `count` independent instances (true for bmm,
     # an approximation for weights, whose per-instance gradients are summed).
-    m, n, k = forward_dims(g)
-    reread = per_row(g["count"] * refetch_bytes(m * k * width_bytes, k * n * width_bytes,
-                                                cache_bytes, cache_resident_fraction),
-                     g["row"], n_rows)
+    m, n, k = forward_dims(g, (m, n, k))
+    reread = per_row(count * refetch_bytes(m * k * width_bytes, k * n * width_bytes,
+                                           cache_bytes, cache_resident_fraction), row, n_rows)
     # NB: an implicit-GEMM conv reads its input, not the im2col matrix, so re-reads are capped
     # at the row's own traffic per extra pass, for each gradient GEMM of a backward row.
-    gemm_kinds = np.where((work["phase"] == "backward").to_numpy(), len(GRADIENT_GEMMS), 1.0)
+    gemm_kinds = np.where(work["phase"].to_numpy() == "backward", len(GRADIENT_GEMMS), 1.0)
     cap = 4 * work["read_bytes"].to_numpy(dtype=float) * gemm_kinds
     return {
         "quantization": np.where(has, spent_row / np.where(has, useful_macs, 1.0), 1.0),

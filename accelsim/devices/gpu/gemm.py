@@ -90,11 +90,13 @@ def transform_bytes(work: pd.DataFrame, wgemms: pd.DataFrame, width_bytes: float
 
 def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precision: str,
                  unit: str, eff: dict[str, Any], width_bytes: float, peak_flops_per_s: float,
-                 bandwidth_bytes_per_s: float) -> pd.DataFrame:
+                 bandwidth_bytes_per_s: float, rows: pd.DataFrame | None = None
+                 ) -> pd.DataFrame:
     """Per work row: `quantization` (spent MACs at peak / the op's MACs: waves, split-K, pipeline
     fill, Winograd), `tile_bytes_per_mac`, `reread_bytes` (`tiling.row_gemm_factors`),
     `transform_bytes` (Winograd's extra DRAM bytes), `winograd` (the row runs Winograd) and
-    `executed_fraction` (multiplies executed / the op's direct count: Winograd's, else 1)."""
+    `executed_fraction` (multiplies executed / the op's direct count: Winograd's, else 1).
+    `rows`: `mapping.row_gemms(work, gemms)`, where the caller has it already."""
     tile_m, tile_n = eff[f"assumed.cta_tile.{precision}"]
     tile_k = eff[f"assumed.cta_tile_k.{precision}"]
     occupancy = ctas_per_sm(profile, tile_m, tile_n, tile_k, width_bytes, eff)
@@ -109,7 +111,7 @@ def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precisio
     args = (width_bytes, tile_m, tile_n, units, eff["assumed.split_k_min_k"],
             profile.onchip_memory.l2_cache_bytes, eff["assumed.l2_usable_fraction"], fill_k)
     n = len(work)
-    gd = row_gemms(work, gemms)
+    gd = row_gemms(work, gemms) if rows is None else rows
     direct = {**row_gemm_columns(work, gd, *args), "transform_bytes": np.zeros(n),
               "winograd": np.zeros(n, dtype=bool), "executed_fraction": np.ones(n)}
     tile = eff.get(f"assumed.winograd_output_tile.{precision}")
