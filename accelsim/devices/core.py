@@ -67,7 +67,8 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
     missing = [c for c in COST_COLUMNS if c not in costs]
     if missing:
         raise ValueError(f"class model returned no {missing}")
-    terms = costs[["compute_s", "memory_s", "overhead_s"]].to_numpy(dtype=float)
+    terms = np.column_stack([costs[c].to_numpy(dtype=float)
+                             for c in ("compute_s", "memory_s", "overhead_s")])
     if (terms < 0).any() or not np.isfinite(terms).all():
         raise ValueError("class model returned a negative or non-finite time")
     headroom_w = tdp_w - static_w
@@ -132,6 +133,9 @@ def explain_bound(layers: pd.DataFrame) -> str:
         return "no time"
     shares = layers.groupby("bound")["time_s"].sum().sort_values(ascending=False) / total_s
     parts = ", ".join(f"{bound} {share:.0%}" for bound, share in shares.items() if share >= 0.005)
-    top = layers.loc[layers["time_s"].idxmax()]
-    return (f"time by bound: {parts}; slowest layer {top['name']} ({top['phase']}, "
-            f"{top['bound']}-bound, {float(top['time_s']) / total_s:.0%} of the time)")
+    # the first slowest row, read column by column (a whole row of mixed types costs more)
+    time_s = layers["time_s"].to_numpy()
+    i = int(np.argmax(time_s))
+    name, phase, bound = (layers[c].iat[i] for c in ("name", "phase", "bound"))
+    return (f"time by bound: {parts}; slowest layer {name} ({phase}, "
+            f"{bound}-bound, {float(time_s[i]) / total_s:.0%} of the time)")

@@ -41,6 +41,12 @@ def row_gemms(work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
     Order: the forward GEMMs, then the dx, then the dw GEMMs, each in row order and, within a
     row, in the order `gemms` lists them. Column im2col: a forward conv GEMM's im2col shape
     (`counts.Gemm.im2col`), () otherwise."""
+    return row_gemms_and_sources(work, gemms)[0]
+
+
+def row_gemms_and_sources(work: pd.DataFrame, gemms: pd.DataFrame
+                          ) -> tuple[pd.DataFrame, np.ndarray]:
+    """`row_gemms`, and per its row the position in `gemms` of the GEMM it derives from."""
     rows = np.flatnonzero(work["matmul"].to_numpy(dtype=bool))
     ops = work["op_index"].to_numpy()[rows]
     backward = work["phase"].to_numpy()[rows] == "backward"
@@ -64,10 +70,12 @@ def row_gemms(work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
     # A forward conv's im2col shape (`counts.Gemm.im2col`); gradient GEMMs have none.
     shapes = gemms["im2col"].tolist() if "im2col" in gemms else [()] * len(gemms)
     im2col = [shapes[t] for t in take[is_fwd]] + [()] * (len(m) - int(is_fwd.sum()))
+    sources = np.concatenate([take[is_fwd], *[take[is_bwd]] * len(GRADIENT_GEMMS)])
     return pd.DataFrame({
         "row": np.concatenate([p[0] for p in parts]).astype(np.int64),
         "gemm": np.concatenate([np.full(len(p[0]), p[1], dtype=object) for p in parts]),
-        "m": m, "n": n, "k": k, "count": cnt, "macs": m * n * k * cnt, "im2col": im2col})
+        "m": m, "n": n, "k": k, "count": cnt, "macs": m * n * k * cnt,
+        "im2col": im2col}), sources
 
 
 def forward_dims(g: pd.DataFrame, mnk: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None

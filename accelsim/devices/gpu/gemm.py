@@ -28,7 +28,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.mapping import ACCUMULATOR_BYTES_PER_ELEMENT, per_row, row_gemms
+from accelsim.devices.mapping import (
+    ACCUMULATOR_BYTES_PER_ELEMENT,
+    per_row,
+    row_gemms,
+    row_gemms_and_sources,
+)
 from accelsim.devices.tiling import row_gemm_columns
 
 WINOGRAD_FILTER = 3  # F(t x t, 3 x 3): input tile t + 3 - 1
@@ -84,8 +89,16 @@ def transform_bytes(work: pd.DataFrame, wgemms: pd.DataFrame, width_bytes: float
     result of each batched GEMM in `wgemms` (Winograd GEMMs only) are written by one kernel and
     read by the next. NB: a backward row's dY transform is counted for dX and dW alike."""
     g = row_gemms(work, wgemms)
-    elems = g["count"] * (g["m"] * g["k"] + g["k"] * g["n"] + g["m"] * g["n"])
-    return per_row(2.0 * width_bytes * elems, g["row"], len(work))
+    return _transform_bytes(g, np.ones(len(g), dtype=bool), width_bytes, len(work))
+
+
+def _transform_bytes(g: pd.DataFrame, keep: np.ndarray, width_bytes: float, n_rows: int
+                     ) -> np.ndarray:
+    """`transform_bytes` over the row GEMMs `g` marked in `keep` (in their order, so that the
+    sums are those of `row_gemms` of the kept GEMMs alone)."""
+    m, n, k, count = (g[c].to_numpy(dtype=float)[keep] for c in ("m", "n", "k", "count"))
+    elems = count * (m * k + k * n + m * n)
+    return per_row(2.0 * width_bytes * elems, g["row"].to_numpy()[keep], n_rows)
 
 
 def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precision: str,
@@ -120,9 +133,9 @@ def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precisio
     wg, mask = winograd_gemms(gemms, int(tile))
     if not mask.any():
         return pd.DataFrame(direct, index=work.index)
-    gw = row_gemms(work, wg)
+    gw, sources = row_gemms_and_sources(work, wg)
     wino = row_gemm_columns(work, gw, *args, useful=gd)
-    extra = transform_bytes(work, wg[mask], width_bytes)
+    extra = _transform_bytes(gw, mask[sources], width_bytes, n)  # the Winograd GEMMs' rows
     flops = work["flops"].to_numpy(dtype=float)
     moved = (work["read_bytes"] + work["write_bytes"]).to_numpy(dtype=float)
 
