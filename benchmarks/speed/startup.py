@@ -14,8 +14,10 @@ Run: python benchmarks/speed/startup.py [--repeat N] [--write LABEL]
 - In process, against 100,000 bare SimPy timeouts: the ResNet-50 estimate on one a100 (warm,
   the graph built), and a sweep point (`accelsim.explore.run.point_row` over the points of the
   1,000-point inference sweep of `sweep_speed.py`, first 200, after one warm pass over them).
-The load average is recorded before and after; on a shared machine read the ratios, not the
-seconds.
+Each round runs the reference right before the thing measured, and a ratio is the median of
+the rounds' ratios, so that a change of load between rounds moves the seconds more than the
+ratios. The load average is recorded before and after; on a shared machine read the ratios,
+not the seconds.
 """
 
 from __future__ import annotations
@@ -73,9 +75,14 @@ def child_cpu_s(argv: list[str], env: dict[str, str]) -> float:
     return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
-def median_cpu_s(argv: list[str], repeat: int, env: dict[str, str]) -> float:
-    child_cpu_s(argv, env)  # warm: the bytecode cache and the page cache
-    return statistics.median(child_cpu_s(argv, env) for _ in range(repeat))
+def paired(measure: Callable[[], float], reference: Callable[[], float], repeat: int
+           ) -> tuple[float, float]:
+    """(median seconds of `measure`, median of its ratio to `reference` run just before it)
+    over `repeat` rounds, after one warm round."""
+    reference(), measure()
+    rounds = [(reference(), measure()) for _ in range(repeat)]
+    return (statistics.median(m for _, m in rounds),
+            statistics.median(m / r for r, m in rounds))
 
 
 def heavy_modules(args: list[str]) -> list[str]:
@@ -92,19 +99,19 @@ def heavy_modules(args: list[str]) -> list[str]:
     return found.group(1).split(",") if found and found.group(1) else []
 
 
-def cpu_per_call_s(fn: Callable[[], object], calls: int, repeat: int) -> float:
-    """Process CPU seconds per call of `fn`: the median over `repeat` rounds of `calls`."""
-    rounds = []
-    for _ in range(repeat):
-        t0 = time.process_time()
-        for _ in range(calls):
-            fn()
-        rounds.append((time.process_time() - t0) / calls)
-    return statistics.median(rounds)
+def cpu_per_call_s(fn: Callable[[], object], calls: int) -> float:
+    """Process CPU seconds per call of `fn`, over `calls` calls."""
+    t0 = time.process_time()
+    for _ in range(calls):
+        fn()
+    return (time.process_time() - t0) / calls
 
 
 def simpy_reference() -> None:
-    """The in-process reference: 100,000 bare timeouts of one SimPy process."""
+    """The in-process reference: 100,000 bare timeouts of one SimPy process, the garbage
+    collector off (its full passes scale with whatever else the process holds)."""
+    import gc
+
     import simpy
 
     env = simpy.Environment()
@@ -114,31 +121,38 @@ def simpy_reference() -> None:
             yield env.timeout(1.0)
 
     env.process(ticks(env))
-    env.run()
+    gc.disable()
+    try:
+        env.run()
+    finally:
+        gc.enable()
 
 
-def in_process(repeat: int) -> list[tuple[str, float]]:
-    """(what, CPU s per call) for the reference, the estimate and a sweep point."""
+def in_process(repeat: int) -> list[tuple[str, float, float]]:
+    """(what, CPU s per call, ratio to the reference) for the reference, the estimate and a
+    sweep point."""
     from accelsim.devices.estimate import estimate
     from accelsim.explore.grid import make_grid
     from accelsim.explore.run import point_row
     from accelsim.profiles.devices import load_profile
     from accelsim.workload.zoo import build_model
 
-    simpy_reference()  # warm
-    out = [("100,000 SimPy timeouts (reference)", cpu_per_call_s(simpy_reference, 1, repeat))]
+    def reference() -> float:
+        return cpu_per_call_s(simpy_reference, 1)
+
+    ref_s = statistics.median(reference() for _ in range(repeat + 1))
+    out = [("100,000 SimPy timeouts (reference)", ref_s, 1.0)]
     graph, profile = build_model("resnet50"), load_profile("a100")
-    estimate(graph, profile, 64, "bf16", "infer")  # warm caches
-    out.append(("resnet50 estimate, a100",
-                cpu_per_call_s(lambda: estimate(graph, profile, 64, "bf16", "infer"), 20, repeat)))
+    out.append(("resnet50 estimate, a100", *paired(
+        lambda: cpu_per_call_s(lambda: estimate(graph, profile, 64, "bf16", "infer"), 20),
+        reference, repeat)))
     grid = make_grid("resnet50", SWEEP["hw"], {k: v for k, v in SWEEP.items() if k != "hw"})
     points = grid.points()[:SWEEP_POINTS]
     model = grid.scenario.model
-    for p in points:  # warm: graphs built, profiles read
-        point_row(grid.workload, model, p)
-    it = iter(points * (repeat + 1))
-    out.append(("sweep point", cpu_per_call_s(lambda: point_row(grid.workload, model, next(it)),
-                                              len(points), repeat)))
+    it = iter(points * (repeat + 2))  # the first pass warms: graphs built, profiles read
+    out.append(("sweep point", *paired(
+        lambda: cpu_per_call_s(lambda: point_row(grid.workload, model, next(it)), len(points)),
+        reference, repeat)))
     return out
 
 
@@ -165,24 +179,24 @@ def report(repeat: int) -> str:
     load_before = load()
     with tempfile.TemporaryDirectory() as pycache:
         cached, compiled = child_env(pycache), child_env(None)
-        ref_s = median_cpu_s([sys.executable, "-c", "import numpy"], repeat, cached)
+        ref_argv = [sys.executable, "-c", "import numpy"]
+        ref_s = paired(lambda: child_cpu_s(ref_argv, cached), lambda: 1.0, repeat)[0]
         lines = [f"Process reference `python -c \"import numpy\"`: {ref_s:.3f} s CPU.", "",
                  "| command | CPU (s), .pyc cached | x reference | target "
                  "| CPU (s), no .pyc | heavy modules loaded |",
                  "| --- | --- | --- | --- | --- | --- |"]
         for name, args in COMMANDS.items():
             argv = [sys.executable, "-c", ENTRY, *args]
-            cpu_s = median_cpu_s(argv, repeat, cached)
-            cold_s = median_cpu_s(argv, repeat, compiled)
+            cpu_s, ratio = paired(lambda a=argv: child_cpu_s(a, cached),
+                                  lambda: child_cpu_s(ref_argv, cached), repeat)
+            cold_s = paired(lambda a=argv: child_cpu_s(a, compiled), lambda: 1.0, repeat)[0]
             heavy = ", ".join(heavy_modules(args)) or "none"
-            lines.append(f"| `{name}` | {cpu_s:.3f} | {cpu_s / ref_s:.1f} "
+            lines.append(f"| `{name}` | {cpu_s:.3f} | {ratio:.1f} "
                          f"| {_verdict(name, cpu_s)} | {cold_s:.3f} | {heavy} |")
-    rows = in_process(repeat)
-    ref_in_s = rows[0][1]
     lines += ["", "| in process | CPU per call (ms) | x reference | target |",
               "| --- | --- | --- | --- |"]
-    for what, cpu_s in rows:
-        lines.append(f"| {what} | {cpu_s * 1e3:.3f} | {cpu_s / ref_in_s:.3f} "
+    for what, cpu_s, ratio in in_process(repeat):
+        lines.append(f"| {what} | {cpu_s * 1e3:.3f} | {ratio:.3f} "
                      f"| {_verdict(what, cpu_s)} |")
     lines += ["", f"Load average before {load_before}; after {load()}. Median of {repeat} runs."]
     return "\n".join(lines)
