@@ -28,3 +28,26 @@ def test_cached_tables_are_the_callers_own():
     tot = totals(graph)
     tot["params"] = -1
     assert totals(graph)["params"] == graph.params
+
+
+def test_kept_tables_are_bounded_by_rows():
+    import pandas as pd
+
+    from accelsim.workload.work import _KeptTables
+
+    kept = _KeptTables(max_rows=5)
+    built = []
+
+    def frame(n: int):
+        def build():
+            built.append(n)
+            return pd.DataFrame({"x": range(n)})
+        return build
+
+    assert len(kept.get("a", frame(3))) == 3 and len(kept.get("a", frame(3))) == 3
+    assert built == [3]  # the second is the kept one
+    kept.get("b", frame(2))
+    kept.get("c", frame(2))  # 7 rows: "a", the least recently used, goes
+    kept.get("a", frame(3))
+    assert built == [3, 2, 2, 3]
+    assert len(kept.get("big", frame(9))) == 9  # larger than the bound: kept alone
