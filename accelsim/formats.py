@@ -1,15 +1,13 @@
 """Numeric formats: the closed set of formats a tensor is stored or computed in, and their
 metadata (bytes per element, mantissa and exponent bits, largest finite value).
 
-A foundation module (numpy only): the workload, the device models and the kernels read byte
-widths here; the rounding into each format lives in `accelsim.kernels.formats`.
+A foundation module (the standard library only): the workload, the device models and the
+kernels read byte widths here; the rounding into each format lives in `accelsim.kernels.formats`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
 
 from accelsim.errors import UnknownNameError
 
@@ -46,7 +44,7 @@ class NumericFormat:
 FORMATS: dict[str, NumericFormat] = {
     f.name: f
     for f in (
-        NumericFormat("fp32", 4, False, 23, 8, float(np.finfo(np.float32).max)),
+        NumericFormat("fp32", 4, False, 23, 8, float((2 - 2.0**-23) * 2.0**127)),  # finfo.max
         # tf32 has fp32's range and fp16's precision; it is stored in 4 bytes (an fp32 word).
         NumericFormat("tf32", 4, False, 10, 8, float((2 - 2.0**-10) * 2.0**127)),
         NumericFormat("fp16", 2, False, 10, 5, 65504.0),

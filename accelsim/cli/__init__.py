@@ -15,20 +15,7 @@ import os
 
 import click
 
-from accelsim.cli import (  # noqa: F401  (register commands)
-    calibrate,
-    collective,
-    compare,
-    convert,
-    describe,
-    listing,
-    report,
-    simulate,
-    size_storage,
-    sweep,
-    validate,
-)
-from accelsim.cli.common import cli
+from accelsim.cli.common import cli  # its commands are imported as they run (LAZY_COMMANDS)
 from accelsim.errors import AccelsimError
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: set ACCELSIM_DEBUG=1 for the traceback

@@ -2,19 +2,85 @@
 
 from __future__ import annotations
 
+import importlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pandas as pd
 
 from accelsim.formats import ALIASES, FORMATS
-from accelsim.workload.scenario import Scenario, resolve_workload
+
+if TYPE_CHECKING:  # pandas and the workload layer load when a command runs, not for --help
+    import pandas as pd
+
+    from accelsim.workload.scenario import Scenario
 
 PRECISIONS = click.Choice(sorted(FORMATS) + list(ALIASES), case_sensitive=False)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Each command: its module, and the first sentence of its help, which is what `accelsim --help`
+# lists (tests/cli/test_startup.py holds it to the command's own docstring). The group loads a
+# command's module only when that command runs or shows its own help, so `accelsim --help`
+# imports no command and `accelsim list` only its own (issue 22: start-up).
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "calibrate": ("accelsim.cli.calibrate", "Measure this host (GEMMs, convolutions, attention, "
+                  "normalisation and elementwise ops through the numpy kernels, a memory "
+                  "stream, disk reads, JPEG decode) and write profiles for `simulate --hw "
+                  "OUT/host-cpu.toml --software OUT/numpy-host.toml`."),
+    "collective": ("accelsim.cli.collective", "Time, algorithm bandwidth and bus bandwidth of a "
+                   "collective per message size."),
+    "compare": ("accelsim.cli.compare", "Compare a WORKLOAD on several devices or systems "
+                "(--hw a,b,c) with the same knobs."),
+    "convert": ("accelsim.cli.convert", "Cost of packing a training WORKLOAD's dataset into "
+                "TARGET's record shards on a system (read, decode, write), and the training "
+                "time it saves per epoch."),
+    "describe": ("accelsim.cli.describe", "Per-layer table of a WORKLOAD (zoo model, scenario "
+                 "name or .toml file)."),
+    "list": ("accelsim.cli.listing", "Built-in device profiles, systems, software stacks, "
+             "storage systems, scenarios, zoo models and decoder configs."),
+    "report": ("accelsim.cli.report", "Write an HTML report of WORKLOAD on a system or device "
+               "(--hw); print its path."),
+    "simulate": ("accelsim.cli.simulate", "Time, energy and bottleneck of a WORKLOAD on a "
+                 "system or device (--hw)."),
+    "size-storage": ("accelsim.cli.size_storage", "The fewest storage servers of a family that "
+                     "keep N emulated accelerators at MLPerf Storage's AU threshold, and what "
+                     "limits one server more."),
+    "sweep": ("accelsim.cli.sweep", "Simulate WORKLOAD at every point of the grid of the knobs "
+              "given."),
+    "validate": ("accelsim.cli.validate", "Predict each row of MEASUREMENTS (the calibration "
+                 "CSV schema plus the mapping columns sim_profile, sim_software, sim_model, "
+                 "sim_mode, sim_batch, sim_precision, sim_metric) and print predicted vs "
+                 "measured, the median and worst error, and the rows it could not express, "
+                 "with the reason."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when first asked for (`LAZY_COMMANDS`): importing
+    a command's module registers it here, through its `@cli.command()`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
+            importlib.import_module(LAZY_COMMANDS[cmd_name][0])
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing of the commands, from their summaries (no command is imported)."""
+        commands = [(name, self.commands.get(name) or
+                     click.Command(name, help=LAZY_COMMANDS[name][1]))
+                    for name in self.list_commands(ctx)]
+        commands = [(name, cmd) for name, cmd in commands if not cmd.hidden]
+        if commands:
+            limit = formatter.width - 6 - max(len(name) for name, _ in commands)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, cmd.get_short_help_str(limit))
+                                    for name, cmd in commands])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="accelsim")
 def cli() -> None:
     """accelsim: simulate deep-learning workloads on hardware accelerators."""
@@ -37,6 +103,8 @@ def workload_options(fn: Any) -> Any:
 def resolve(workload: str, batch: int | None, precision: str | None, seq_len: int | None,
             image_size: int | None, mode: str | None = None) -> Scenario:
     """The scenario a WORKLOAD argument names, with the command line's overrides applied."""
+    from accelsim.workload.scenario import resolve_workload
+
     knobs = {k: v for k, v in (("seq_len", seq_len), ("image_size", image_size)) if v}
     return resolve_workload(workload).with_overrides(batch_size=batch, precision=precision,
                                                      mode=mode, input=knobs)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import pandas as pd
 
 from accelsim.cli.common import cli, echo_json
 
@@ -80,6 +79,8 @@ def list_cmd(as_json: bool) -> None:
                    "scenarios": scenario_names(), "models": model_names(),
                    "decoders": decoders})
         return
+    import pandas as pd  # the tables: only for the text output
+
     click.echo(pd.DataFrame(profiles).fillna("").to_string(index=False))
     click.echo("\n" + pd.DataFrame(systems).fillna("").to_string(index=False))
     click.echo("\n" + pd.DataFrame(stacks).drop(columns="description").to_string(index=False))

@@ -10,9 +10,6 @@ import click
 from accelsim.cli.common import cli, echo_json
 from accelsim.cli.options import cli_knobs, knob_options
 from accelsim.errors import AccelsimError
-from accelsim.results.render import render
-from accelsim.run import run_simulation
-from accelsim.sim.knobs import make_config
 
 HW_HELP = "A system (e.g. dgx-a100) or device profile (e.g. a100), or a .toml path."
 
@@ -72,6 +69,10 @@ def simulate(workload: str, hardware: str | None, layers: str, trace: str | None
     WORKLOAD is a zoo model, a built-in scenario or a scenario .toml file. A workload that
     does not fit in device memory is reported as such (exit 0), with the largest batch that
     fits."""
+    from accelsim.results.render import render
+    from accelsim.run import run_simulation
+    from accelsim.sim.knobs import make_config
+
     top = parse_layers(layers)
     if storage_system is not None and (emulated or max_accelerators):
         from accelsim.cli.storage_system import run_system_emulation

@@ -122,7 +122,8 @@ class DeviceEstimate:
 
     def phase_time_s(self, phase: str) -> float:
         """Time of one phase (forward, backward or optimizer) of the step."""
-        return float(self.layers.loc[self.layers["phase"] == phase, "time_s"].sum())
+        time_s = self.layers["time_s"].to_numpy()
+        return float(time_s[self.layers["phase"].to_numpy() == phase].sum())
 
 
 def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str = "infer",
@@ -217,8 +218,8 @@ def with_step_overhead(costs: pd.DataFrame, stack: SoftwareStack,
 def _clock(est: DeviceEstimate, rated_hz: float | None) -> dict[str, Any]:
     """Rated and sustained clock (time-weighted over the step) and the share of time spent
     power-limited."""
-    t = est.layers["time_s"]
-    limited = float(t[est.layers["clock_fraction"] < 1].sum() / t.sum()) if (
+    t = est.layers["time_s"].to_numpy()
+    limited = float(t[est.layers["clock_fraction"].to_numpy() < 1].sum() / t.sum()) if (
         "clock_fraction" in est.layers and t.sum() > 0) else 0.0
     frac = est.sustained_clock_fraction
     return {"rated_mhz": None if rated_hz is None else rated_hz / 1e6,

@@ -110,11 +110,10 @@ class _Rows:
 def _rows(layers: pd.DataFrame) -> _Rows:
     n = len(layers)
     present = [c for c in _COLUMNS if c in layers]
-    values = layers[present].to_numpy(dtype=float)
-    col = {c: values[:, j] for j, c in enumerate(present)}
+    col = {c: layers[c].to_numpy(dtype=float) for c in present}
     col.setdefault("host_energy_j", np.zeros(n))
     group = kernel_groups(layers, layers)
-    host = (layers["unit"] == "host").to_numpy() if "unit" in layers else np.zeros(n, bool)
+    host = layers["unit"].to_numpy() == "host" if "unit" in layers else np.zeros(n, bool)
     return _Rows(layers, col, group, group == np.arange(n), host,
                  layers["matmul"].to_numpy(dtype=bool))
 

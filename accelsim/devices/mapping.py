@@ -41,6 +41,12 @@ def row_gemms(work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
     Order: the forward GEMMs, then the dx, then the dw GEMMs, each in row order and, within a
     row, in the order `gemms` lists them. Column im2col: a forward conv GEMM's im2col shape
     (`counts.Gemm.im2col`), () otherwise."""
+    return row_gemms_and_sources(work, gemms)[0]
+
+
+def row_gemms_and_sources(work: pd.DataFrame, gemms: pd.DataFrame
+                          ) -> tuple[pd.DataFrame, np.ndarray]:
+    """`row_gemms`, and per its row the position in `gemms` of the GEMM it derives from."""
     rows = np.flatnonzero(work["matmul"].to_numpy(dtype=bool))
     ops = work["op_index"].to_numpy()[rows]
     backward = work["phase"].to_numpy()[rows] == "backward"
@@ -64,19 +70,25 @@ def row_gemms(work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
     # A forward conv's im2col shape (`counts.Gemm.im2col`); gradient GEMMs have none.
     shapes = gemms["im2col"].tolist() if "im2col" in gemms else [()] * len(gemms)
     im2col = [shapes[t] for t in take[is_fwd]] + [()] * (len(m) - int(is_fwd.sum()))
+    sources = np.concatenate([take[is_fwd], *[take[is_bwd]] * len(GRADIENT_GEMMS)])
     return pd.DataFrame({
         "row": np.concatenate([p[0] for p in parts]).astype(np.int64),
         "gemm": np.concatenate([np.full(len(p[0]), p[1], dtype=object) for p in parts]),
-        "m": m, "n": n, "k": k, "count": cnt, "macs": m * n * k * cnt, "im2col": im2col})
+        "m": m, "n": n, "k": k, "count": cnt, "macs": m * n * k * cnt,
+        "im2col": im2col}), sources
 
 
-def forward_dims(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def forward_dims(g: pd.DataFrame, mnk: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(m, n, k) of the forward GEMM each row of `row_gemms` derives from (the inverse of
-    `GRADIENT_GEMMS`; a forward GEMM's own dims)."""
-    dims = {d: g[d].to_numpy(dtype=float) for d in _DIMS}
+    `GRADIENT_GEMMS`; a forward GEMM's own dims). `mnk`: g's m, n, k as float arrays, where
+    the caller has them."""
+    dims = dict(zip(_DIMS, mnk, strict=True)) if mnk is not None else {
+        d: g[d].to_numpy(dtype=float) for d in _DIMS}
     out = {d: dims[d].copy() for d in _DIMS}
+    gemm = g["gemm"].to_numpy()
     for name, perm in GRADIENT_GEMMS.items():
-        grad = (g["gemm"] == name).to_numpy()
+        grad = gemm == name
         for slot, fwd_dim in zip(_DIMS, perm, strict=True):
             out[fwd_dim][grad] = dims[slot][grad]
     return out["m"], out["n"], out["k"]
@@ -229,7 +241,7 @@ def drain_excess_s(work: pd.DataFrame, fused: np.ndarray, vec_s: np.ndarray,
 def kernel_counts(work: pd.DataFrame) -> np.ndarray:
     """Kernels per row: 0 for views (no FLOPs, no bytes), 2 for a backward matmul (dX and dW),
     else 1 (NB: the optimizer as one fused multi-tensor kernel, as NGC's apex optimizers)."""
-    two = work["matmul"].to_numpy() & (work["phase"] == "backward").to_numpy()
+    two = work["matmul"].to_numpy() & (work["phase"].to_numpy() == "backward")
     return np.where(_launches_kernel(work), np.where(two, 2.0, 1.0), 0.0)
 
 

@@ -30,7 +30,7 @@ def resident_read_bytes(work: pd.DataFrame, dram_bytes: np.ndarray, fused: np.nd
     n = len(work)
     if "input_ops" not in work or not cache_bytes > 0 or n == 0:
         return np.zeros(n)
-    forward = (work["phase"] == "forward").to_numpy()
+    forward = work["phase"].to_numpy() == "forward"
     op_index = work["op_index"].to_numpy(dtype=int)
     row_of_op = np.full(max(int(op_index.max()), 0) + 1, -1)
     row_of_op[op_index[forward]] = np.flatnonzero(forward)  # the op's forward row

@@ -84,6 +84,6 @@ def amp_weight_casts(work: pd.DataFrame, precision: str, weight_casts: bool) -> 
     matmul row). NB: a compiled engine folds the casts into its prepared weights."""
     if not weight_casts or get_format(precision).bytes_per_element >= MASTER_WEIGHT_BYTES:
         return np.zeros(len(work))
-    forward = (work["phase"] == "forward").to_numpy()
+    forward = work["phase"].to_numpy() == "forward"
     weighted = work["matmul"].to_numpy(dtype=bool) & (work["weight_bytes"] > 0).to_numpy()
     return (forward & weighted).astype(float)

@@ -62,31 +62,44 @@ def row_gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, width_bytes: float
     `mapping.refetch_bytes` on a cache of `cache_bytes` with `cache_resident_fraction` holding
     the resident operand). `useful_gemms` lets a row run other GEMMs than its op's (Winograd:
     `gpu.gemm`) while its quantization stays relative to the op's own MAC count."""
+    return pd.DataFrame(row_gemm_columns(
+        work, row_gemms(work, gemms), width_bytes, tile_m, tile_n, units, split_k_min_k,
+        cache_bytes, cache_resident_fraction, fill_k,
+        None if useful_gemms is None else row_gemms(work, useful_gemms)), index=work.index)
+
+
+def row_gemm_columns(work: pd.DataFrame, g: pd.DataFrame, width_bytes: float, tile_m: float,
+                     tile_n: float, units: float, split_k_min_k: float,
+                     cache_bytes: float | None, cache_resident_fraction: float,
+                     fill_k: float = 0.0, useful: pd.DataFrame | None = None
+                     ) -> dict[str, np.ndarray]:
+    """`row_gemm_factors`' columns as arrays, from the row GEMMs `g` (and `useful`, those of
+    `useful_gemms`) of `mapping.row_gemms`, for a caller that has them already."""
     n_rows = len(work)
-    g = row_gemms(work, gemms)
-    spent = gemm_quantization(g["m"], g["n"], g["k"], g["count"], tile_m, tile_n, units,
-                              split_k_min_k, fill_k)
-    spent_row = per_row(spent, g["row"], n_rows)
-    u = g if useful_gemms is None else row_gemms(work, useful_gemms)
-    useful = per_row(u["macs"], u["row"], n_rows)
-    has = useful > 0
+    # Each column read once (a frame's column costs about 20 us a time).
+    m, n, k, count = (g[c].to_numpy(dtype=float) for c in ("m", "n", "k", "count"))
+    row = g["row"].to_numpy()
+    spent = gemm_quantization(m, n, k, count, tile_m, tile_n, units, split_k_min_k, fill_k)
+    spent_row = per_row(spent, row, n_rows)
+    u = g if useful is None else useful
+    useful_macs = per_row(u["macs"], u["row"], n_rows)
+    has = useful_macs > 0
     # NB: each gradient GEMM re-reads what its forward GEMM re-reads (X and W), not what its
     # own operands would: a wgrad kernel keeps its small output stationary and streams X and
     # dY once. For batch-in-count GEMMs dW keeps `count` independent instances (true for bmm,
     # an approximation for weights, whose per-instance gradients are summed).
-    m, n, k = forward_dims(g)
-    reread = per_row(g["count"] * refetch_bytes(m * k * width_bytes, k * n * width_bytes,
-                                                cache_bytes, cache_resident_fraction),
-                     g["row"], n_rows)
+    m, n, k = forward_dims(g, (m, n, k))
+    reread = per_row(count * refetch_bytes(m * k * width_bytes, k * n * width_bytes,
+                                           cache_bytes, cache_resident_fraction), row, n_rows)
     # NB: an implicit-GEMM conv reads its input, not the im2col matrix, so re-reads are capped
     # at the row's own traffic per extra pass, for each gradient GEMM of a backward row.
-    gemm_kinds = np.where((work["phase"] == "backward").to_numpy(), len(GRADIENT_GEMMS), 1.0)
+    gemm_kinds = np.where(work["phase"].to_numpy() == "backward", len(GRADIENT_GEMMS), 1.0)
     cap = 4 * work["read_bytes"].to_numpy(dtype=float) * gemm_kinds
-    return pd.DataFrame({
-        "quantization": np.where(has, spent_row / np.where(has, useful, 1.0), 1.0),
+    return {
+        "quantization": np.where(has, spent_row / np.where(has, useful_macs, 1.0), 1.0),
         "tile_bytes_per_mac": np.where(has, width_bytes * (1 / tile_m + 1 / tile_n), 0.0),
         "reread_bytes": np.where(has, np.minimum(reread, cap), 0.0),
-    }, index=work.index)
+    }
 
 
 def row_traffic_bytes(work: pd.DataFrame, factors: pd.DataFrame, fused: np.ndarray

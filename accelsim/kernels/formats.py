@@ -9,7 +9,6 @@ int8 is symmetric linear quantization (see `accelsim.kernels.quantize`); the blo
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from accelsim.errors import ShapeError
@@ -40,6 +39,9 @@ def round_to_format(x: np.ndarray, fmt: str | NumericFormat) -> np.ndarray:
     mxfp4 round each block of the last axis under its own scale (`round_block_scaled`).
     """
     f = get_format(fmt)
+    if f.name in ("bf16", "fp8_e4m3", "fp8_e5m2"):
+        import ml_dtypes  # about 0.8 s of CPU to import: only when a kernel rounds to it
+
     # NB: inputs are converted to float32 first; a float64 input is thus rounded twice.
     x32 = np.ascontiguousarray(x, dtype=np.float32)
     if f.name == "fp32":

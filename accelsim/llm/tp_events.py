@@ -26,8 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Generator, Sequence
 
-import simpy
-
 from accelsim.errors import AccelsimError
 
 # NB: steps whose per-layer compute falls in the same 1 % band share one event simulation
@@ -56,6 +54,8 @@ def stage_events(compute_s: Sequence[float], collectives_s: Sequence[float],
         raise AccelsimError("layer compute and collective times must be >= 0 s")
     if not any(a > 0 for a in collectives_s):
         return float(sum(compute_s)), 0
+    import simpy  # only when a stage is simulated: a single-device run never imports it
+
     env = simpy.Environment()
     gpu, link = simpy.Resource(env, capacity=1), simpy.Resource(env, capacity=1)
     may_start = [env.event() for _ in compute_s]

@@ -51,6 +51,17 @@ def host_clock_hz(system: System) -> float | None:
     return host_single_thread_hz(load_profile(system.host.cpu))
 
 
+def host_cpu(system: System) -> tuple[float | None, Any]:
+    """(`host_clock_hz(system)`, `host_cpu_profile(system)`), the host's profile looked up
+    once."""
+    from accelsim.profiles.stack_choice import host_single_thread_hz
+
+    if system.host.cpu not in builtin_profile_names():
+        return None, None
+    cpu = load_profile(system.host.cpu)
+    return host_single_thread_hz(cpu), None if system.host.cpu_inline is not None else cpu
+
+
 def host_cpu_profile(system: System) -> Any:
     """`system`'s host CPU profile (it runs the ops an NPU falls back on), or None where the
     host CPU is defined inline in the system file (no profile of its own)."""

@@ -22,7 +22,7 @@ from accelsim.devices.core import explain_bound
 from accelsim.devices.estimate import DeviceEstimate, estimate, figures, summary
 from accelsim.errors import AccelsimError
 from accelsim.profiles.devices import with_dataflow
-from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile, resolve_hardware
+from accelsim.profiles.hardware import host_cpu, resolve_hardware
 from accelsim.results.headline import RATE_KEYS, Figures, PowerSplit
 from accelsim.results.metrics import ROLES
 from accelsim.results.records import Recorder
@@ -48,7 +48,7 @@ def run_pipeline(cfg: SimulationConfig, detail: bool = True) -> SimulationResult
     batch = (cfg.serve.get("max_batch") or sc.batch_size) if mode == "serve" else sc.batch_size
     device_mode = "train" if mode == "train" else "infer"
     est = estimate(graph, profile, batch, sc.precision, device_mode, cfg.software, sc.optimizer,
-                   host_clock_hz(system), host_cpu_profile(system), tf32=cfg.tf32)
+                   *host_cpu(system), tf32=cfg.tf32)
     executed = _executed(cfg, mode, graph, profile, batch, est, system) if cfg.execute else None
     if executed is not None:
         est = executed[0]
@@ -86,8 +86,7 @@ def _executed(cfg: SimulationConfig, mode: str, graph: Any, profile: Any, batch:
         return dense, None, [note]
     sc = cfg.scenario
     est = estimate(graph, profile, batch, sc.precision, "infer", cfg.software, sc.optimizer,
-                   host_clock_hz(system), host_cpu_profile(system), measured=ops,
-                   tf32=cfg.tf32)
+                   *host_cpu(system), measured=ops, tf32=cfg.tf32)
     return est, {**run, **execution_totals(est.layers, ops, dense, est)}, []
 
 

@@ -75,6 +75,11 @@ def layer_table(graph: Graph, batch: int, precision: str) -> pd.DataFrame:
 def totals(graph: Graph) -> dict[str, float]:
     """Whole-graph per-sample totals: params, flops_per_sample (forward), train flops
     per sample (forward + backward), activation elements kept for backward per sample."""
+    return dict(_totals(graph))  # the caller's own dict
+
+
+@lru_cache(maxsize=128)
+def _totals(graph: Graph) -> dict[str, float]:
     c = counts_table(graph)
     fwd = float(np.sum(c["fwd_flops"]))
     bwd = float(np.sum(c["bwd_input_flops"]) + np.sum(c["bwd_weight_flops"]))

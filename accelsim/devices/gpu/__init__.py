@@ -36,7 +36,7 @@ def tf32_row_peaks(profile: Any, layers: pd.DataFrame, precision: str, matmul: n
     tf32 = profile.compute.matrix_peak_flops_per_s.get("tf32")
     if tf32 is None:
         return peak
-    on_tf32 = matmul & (layers["unit"] == "tensor_core").to_numpy()
+    on_tf32 = matmul & (layers["unit"].to_numpy() == "tensor_core")
     return np.where(on_tf32, np.maximum(peak, float(tf32)), peak)
 
 

@@ -28,8 +28,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accelsim.devices.mapping import ACCUMULATOR_BYTES_PER_ELEMENT, per_row, row_gemms
-from accelsim.devices.tiling import row_gemm_factors
+from accelsim.devices.mapping import (
+    ACCUMULATOR_BYTES_PER_ELEMENT,
+    per_row,
+    row_gemms,
+    row_gemms_and_sources,
+)
+from accelsim.devices.tiling import row_gemm_columns
 
 WINOGRAD_FILTER = 3  # F(t x t, 3 x 3): input tile t + 3 - 1
 
@@ -65,21 +70,17 @@ def winograd_gemms(gemms: pd.DataFrame, output_tile: int) -> tuple[pd.DataFrame,
     h = np.asarray(gemms.get("conv3x3_h", pd.Series(0, index=gemms.index)), dtype=float)
     w = np.asarray(gemms.get("conv3x3_w", pd.Series(0, index=gemms.index)), dtype=float)
     mask = (h > 0) & (w > 0)
-    out = gemms.copy()
     if not mask.any():
-        return out, mask
+        return gemms.copy(), mask
     t = float(output_tile)
-    m = gemms["m"].to_numpy(dtype=float)
+    m = gemms["m"].to_numpy(dtype=float).copy()
+    k = gemms["k"].to_numpy(dtype=float).copy()
+    count = gemms["count"].to_numpy(dtype=float).copy()
     batch = m[mask] / (h[mask] * w[mask])
-    tiles = batch * np.ceil(h[mask] / t) * np.ceil(w[mask] / t)
-    out["m"] = out["m"].astype(float)
-    out["k"] = out["k"].astype(float)
-    out["count"] = out["count"].astype(float)
-    out.loc[mask, "m"] = tiles
-    out.loc[mask, "k"] = gemms["k"].to_numpy(dtype=float)[mask] / WINOGRAD_FILTER**2
-    out.loc[mask, "count"] = (gemms["count"].to_numpy(dtype=float)[mask]
-                              * (t + WINOGRAD_FILTER - 1) ** 2)
-    return out, mask
+    m[mask] = batch * np.ceil(h[mask] / t) * np.ceil(w[mask] / t)
+    k[mask] = k[mask] / WINOGRAD_FILTER**2
+    count[mask] = count[mask] * (t + WINOGRAD_FILTER - 1) ** 2
+    return gemms.assign(m=m, k=k, count=count), mask
 
 
 def transform_bytes(work: pd.DataFrame, wgemms: pd.DataFrame, width_bytes: float
@@ -88,17 +89,27 @@ def transform_bytes(work: pd.DataFrame, wgemms: pd.DataFrame, width_bytes: float
     result of each batched GEMM in `wgemms` (Winograd GEMMs only) are written by one kernel and
     read by the next. NB: a backward row's dY transform is counted for dX and dW alike."""
     g = row_gemms(work, wgemms)
-    elems = g["count"] * (g["m"] * g["k"] + g["k"] * g["n"] + g["m"] * g["n"])
-    return per_row(2.0 * width_bytes * elems, g["row"], len(work))
+    return _transform_bytes(g, np.ones(len(g), dtype=bool), width_bytes, len(work))
+
+
+def _transform_bytes(g: pd.DataFrame, keep: np.ndarray, width_bytes: float, n_rows: int
+                     ) -> np.ndarray:
+    """`transform_bytes` over the row GEMMs `g` marked in `keep` (in their order, so that the
+    sums are those of `row_gemms` of the kept GEMMs alone)."""
+    m, n, k, count = (g[c].to_numpy(dtype=float)[keep] for c in ("m", "n", "k", "count"))
+    elems = count * (m * k + k * n + m * n)
+    return per_row(2.0 * width_bytes * elems, g["row"].to_numpy()[keep], n_rows)
 
 
 def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precision: str,
                  unit: str, eff: dict[str, Any], width_bytes: float, peak_flops_per_s: float,
-                 bandwidth_bytes_per_s: float) -> pd.DataFrame:
+                 bandwidth_bytes_per_s: float, rows: pd.DataFrame | None = None
+                 ) -> pd.DataFrame:
     """Per work row: `quantization` (spent MACs at peak / the op's MACs: waves, split-K, pipeline
     fill, Winograd), `tile_bytes_per_mac`, `reread_bytes` (`tiling.row_gemm_factors`),
     `transform_bytes` (Winograd's extra DRAM bytes), `winograd` (the row runs Winograd) and
-    `executed_fraction` (multiplies executed / the op's direct count: Winograd's, else 1)."""
+    `executed_fraction` (multiplies executed / the op's direct count: Winograd's, else 1).
+    `rows`: `mapping.row_gemms(work, gemms)`, where the caller has it already."""
     tile_m, tile_n = eff[f"assumed.cta_tile.{precision}"]
     tile_k = eff[f"assumed.cta_tile_k.{precision}"]
     occupancy = ctas_per_sm(profile, tile_m, tile_n, tile_k, width_bytes, eff)
@@ -112,37 +123,35 @@ def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precisio
     # without it: the fit took DRAM efficiency to 0.69 and the device-ratio error to 7.6%).
     args = (width_bytes, tile_m, tile_n, units, eff["assumed.split_k_min_k"],
             profile.onchip_memory.l2_cache_bytes, eff["assumed.l2_usable_fraction"], fill_k)
-    direct = row_gemm_factors(work, gemms, *args)
-    direct["transform_bytes"] = 0.0
-    direct["winograd"] = False
-    direct["executed_fraction"] = 1.0
+    n = len(work)
+    gd = row_gemms(work, gemms) if rows is None else rows
+    direct = {**row_gemm_columns(work, gd, *args), "transform_bytes": np.zeros(n),
+              "winograd": np.zeros(n, dtype=bool), "executed_fraction": np.ones(n)}
     tile = eff.get(f"assumed.winograd_output_tile.{precision}")
     if tile is None or unit != "cuda_core":
-        return direct
+        return pd.DataFrame(direct, index=work.index)
     wg, mask = winograd_gemms(gemms, int(tile))
     if not mask.any():
-        return direct
-    wino = row_gemm_factors(work, wg, *args, useful_gemms=gemms)
-    extra = transform_bytes(work, wg[mask], width_bytes)
+        return pd.DataFrame(direct, index=work.index)
+    gw, sources = row_gemms_and_sources(work, wg)
+    wino = row_gemm_columns(work, gw, *args, useful=gd)
+    extra = _transform_bytes(gw, mask[sources], width_bytes, n)  # the Winograd GEMMs' rows
     flops = work["flops"].to_numpy(dtype=float)
     moved = (work["read_bytes"] + work["write_bytes"]).to_numpy(dtype=float)
 
-    def time_s(f: pd.DataFrame, more_bytes: np.ndarray) -> np.ndarray:
-        return np.maximum(flops * f["quantization"].to_numpy() / peak_flops_per_s,
-                          (moved + f["reread_bytes"].to_numpy() + more_bytes)
-                          / bandwidth_bytes_per_s)
+    def time_s(f: dict[str, np.ndarray], more_bytes: np.ndarray) -> np.ndarray:
+        return np.maximum(flops * f["quantization"] / peak_flops_per_s,
+                          (moved + f["reread_bytes"] + more_bytes) / bandwidth_bytes_per_s)
 
     # NB: the choice is made at peak rates (efficiency factors 1), the same in the fit; and the
     # transform kernels' traffic overlaps the GEMM in the row's max(compute, memory), as the
     # layout transposes' does, though cuDNN runs them one after the other.
-    pick = (extra > 0) & (time_s(wino, extra) < time_s(direct, np.zeros(len(work))))
-    out = direct.copy()
+    pick = (extra > 0) & (time_s(wino, extra) < time_s(direct, np.zeros(n)))
+    out = dict(direct)
     for col in ("quantization", "tile_bytes_per_mac", "reread_bytes"):
         out[col] = np.where(pick, wino[col], direct[col])
     out["transform_bytes"] = np.where(pick, extra, 0.0)
     out["winograd"] = pick
-    n = len(work)
-    gw, gd = row_gemms(work, wg), row_gemms(work, gemms)
     wino_macs, direct_macs = per_row(gw["macs"], gw["row"], n), per_row(gd["macs"], gd["row"], n)
     out["executed_fraction"] = np.where(pick, wino_macs / np.where(pick, direct_macs, 1.0), 1.0)
-    return out
+    return pd.DataFrame(out, index=work.index)

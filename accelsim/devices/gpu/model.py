@@ -39,7 +39,7 @@ import pandas as pd
 
 from accelsim.devices.energy import offchip_energy_j
 from accelsim.devices.gpu.gemm import gemm_factors
-from accelsim.devices.mapping import kernel_counts, listed_vector_peak, row_energy_j
+from accelsim.devices.mapping import kernel_counts, listed_vector_peak, row_energy_j, row_gemms
 from accelsim.devices.residency import resident_read_bytes
 from accelsim.devices.stack_costs import (
     amp_weight_casts,
@@ -124,15 +124,16 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     achievable_bw = bandwidth * capped_factor(stack, "gpu", "dram_bandwidth",
                                               eff["fitted.dram_bandwidth_efficiency"])
 
+    rows = row_gemms(work, gemms)  # (for both paths of an fp32 run)
     factors = gemm_factors(work, gemms, profile, precision, unit, eff, width, matmul_peak,
-                           bandwidth)
+                           bandwidth, rows)
     row_unit = np.full(len(work), unit, dtype=object)
     rate = np.full(len(work), matmul_peak * gemm_eff(unit))
     on_tf32 = tf32_rows(work, stack, profile, precision)
     if on_tf32.any():  # the stack runs these fp32 GEMMs as tf32 on tensor cores
         tf32_peak = float(profile.compute.matrix_peak_flops_per_s["tf32"])
         tf32 = gemm_factors(work, gemms, profile, "tf32", "tensor_core", eff, width,
-                            tf32_peak, bandwidth)
+                            tf32_peak, bandwidth, rows)
         factors = pd.DataFrame({c: np.where(on_tf32, tf32[c], factors[c]) for c in factors},
                                index=work.index)
         row_unit[on_tf32] = "tensor_core"

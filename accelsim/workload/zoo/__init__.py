@@ -31,6 +31,7 @@ def model(name: str) -> Callable[[ModelFn], ModelFn]:
     return register
 
 
+@lru_cache(maxsize=1)  # once per process (a sweep point asks a dozen times)
 def _load_families() -> None:
     for fam in _FAMILIES:
         importlib.import_module(f"accelsim.workload.zoo.{fam}")
