@@ -1,6 +1,6 @@
 """`accelsim convert WORKLOAD --hw SYSTEM --to DATASET`: the one-time packing of a training
 run's small-file dataset into record shards, its cost on the system and the epochs it pays
-back in (`accelsim.sim.convert`)."""
+back in (`accelsim.explore.convert`)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def convert(workload: str, hardware: str, target: str, workers: int | None,
     """Cost of packing a training WORKLOAD's dataset into TARGET's record shards on a system
     (read, decode, write), and the training time it saves per epoch."""
     from accelsim.cli.storage_system import node_and_dataset
+    from accelsim.explore.convert import conversion_record
     from accelsim.profiles.datasets import load_dataset
-    from accelsim.sim.convert import conversion_record
     from accelsim.sim.knobs import make_config
 
     knobs = cli_knobs(kw)

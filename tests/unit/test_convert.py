@@ -8,10 +8,10 @@ import json
 import pytest
 
 from accelsim.errors import AccelsimError
+from accelsim.explore.convert import conversion_cost
 from accelsim.profiles.datasets import load_dataset
 from accelsim.profiles.storage import load_storage
 from accelsim.profiles.systems import load_system
-from accelsim.sim.convert import conversion_cost
 from accelsim.sim.hostprep import prep_scale
 from tests.helpers.cli import one_line_error, run_cli
 
