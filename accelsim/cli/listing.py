@@ -81,8 +81,15 @@ def list_cmd(as_json: bool) -> None:
         return
     import pandas as pd  # the tables: only for the text output
 
-    click.echo(pd.DataFrame(profiles).fillna("").to_string(index=False))
-    click.echo("\n" + pd.DataFrame(systems).fillna("").to_string(index=False))
+    def blanks(rows: list[dict[str, Any]]) -> str:
+        """The table with missing figures blank (only columns that miss one change type)."""
+        frame = pd.DataFrame(rows)
+        for col in frame.columns[frame.isna().any()]:
+            frame[col] = frame[col].astype(object).where(frame[col].notna(), "")
+        return frame.to_string(index=False)
+
+    click.echo(blanks(profiles))
+    click.echo("\n" + blanks(systems))
     click.echo("\n" + pd.DataFrame(stacks).drop(columns="description").to_string(index=False))
     click.echo("\n" + pd.DataFrame(storage).to_string(index=False))
     click.echo(f"\nscenarios: {', '.join(scenario_names())}")
