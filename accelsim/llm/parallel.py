@@ -126,8 +126,11 @@ def _replica_nodes(system: Any, tp: int, pp: int, nodes: int) -> int:
         return 1
     if nodes == 1:
         raise AccelsimError(f"tp x pp = {tp} x {pp} = {tp * pp} GPUs, but '{system.name}' has "
-                            f"{per_node}: choose a system with more (e.g. dgx-a100, dgx-h100), "
-                            "a smaller split, or train over --nodes")
+                            f"{per_node}: " + (
+                                "a multi-GPU system (e.g. dgx-a100, dgx-h100) or a smaller "
+                                "split (--nodes needs one)" if per_node == 1 else
+                                f"a smaller split, a system with more GPUs a node, or the "
+                                f"split over whole nodes (--nodes {-(-tp * pp // per_node)})"))
     if (tp % per_node if tp > per_node else per_node % tp) or (tp * pp) % per_node:
         raise AccelsimError(f"tp x pp = {tp} x {pp} over nodes of {per_node} GPUs: a replica "
                             f"fills whole nodes, with tp dividing {per_node} or a multiple "
