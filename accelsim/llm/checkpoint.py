@@ -147,8 +147,8 @@ def checkpoint_figures(params: float, gpus: int, step_s: float, plan: Plan, syst
     size = params * CHECKPOINT_BYTES_PER_PARAM
     part, bw = write.limit
     write_s = size / bw
-    # each GPU copies its shard to host memory over its own host link, all at once
-    copy_s = size / gpus / system.host_to_device.bandwidth_bytes_per_s
+    # each GPU copies its shard to host memory over its own host link (achieved), all at once
+    copy_s = size / gpus / system.host_to_device.achieved_bandwidth_bytes_per_s
     interval_s = every * step_s
     if mode == "async":
         # the write runs beside the next `every` steps; a longer one delays the next checkpoint
