@@ -116,8 +116,13 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
         raise AccelsimError(f"knob 'batching' = {batching!r}: choose one of "
                             f"{', '.join(BATCHING)}")
     chunk = llm.get("chunked_prefill")
-    if chunk is not None and batching != "continuous":
+    if chunk and batching != "continuous":
         raise AccelsimError("chunked_prefill applies to continuous batching only")
+    if chunk is None and batching == "continuous" and plat.stack.chunked_prefill_tokens:
+        chunk = plat.stack.chunked_prefill_tokens
+        notes.append(f"chunked prefill: {plat.stack.name}'s default, {chunk:,} tokens a step "
+                     "(--chunked-prefill 0 turns it off)")
+    chunk = chunk or None  # 0: off, whole prompts in prefill-only steps
     replicas = replicas_of(cfg.devices, lay, system, nodes=cfg.llm.get("nodes", 1))
     max_batch = serve.get("max_batch") or (
         cfg.scenario.batch_size if cfg.scenario.batch_size > 1

@@ -59,7 +59,10 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
                            tokens per paged KV-cache block), max_running_sequences (int >= 1,
                            a server's default largest running batch), memory_reserve_fraction
                            [0, 1] (device memory left to context, allocator, buffers),
-                           sequence_parallel (bool, training: norms' activations split over TP)
+                           sequence_parallel (bool, training: norms' activations split over TP),
+                           chunked_prefill_tokens (int >= 0: the tokens a serving step takes
+                           with prompts prefilled in chunks beside the decodes, its default
+                           when a run sets none; 0: whole prompts in prefill-only steps)
     (framework_cores_per_device and [llm] absent: the device class's default stack's figure)
     [allocator] fresh_page_us > 0, page_bytes int, mmap_threshold_kib int   optional, CPU
                            only: the C allocator under the stack's kernels (a measured stack):
@@ -181,7 +184,9 @@ def stack_fields() -> tuple[Field, ...]:
             count("kv_block_tokens", high=MAX_INPUT, required=False),
             count("max_running_sequences", high=MAX_BATCH, required=False),
             Field("memory_reserve_fraction", float, required=False, low=0.0, high=1.0),
-            Field("sequence_parallel", bool, required=False))),
+            Field("sequence_parallel", bool, required=False),
+            Field("chunked_prefill_tokens", int, required=False, low=0.0, high=MAX_INPUT,
+                  si_type=int))),
         Field("allocator", dict, required=False, sub=(
             positive("fresh_page_us", US, "fresh_page_s", span=DURATION),
             count("page_bytes"), count("mmap_threshold_kib"))),
@@ -219,6 +224,7 @@ class SoftwareStack:
     max_running_sequences: int | None = None
     memory_reserve_fraction: float | None = None
     sequence_parallel: bool = False  # training with TP: Megatron's sequence parallelism
+    chunked_prefill_tokens: int | None = None  # serving's default step budget (0: off)
     per_collective_s: float = 0.0  # `host.per_collective_us`: each TP collective call, s
     # (fresh_page_s, page_bytes, mmap_threshold_bytes): `[allocator]`; None: no fault term
     allocator: tuple[float, int, int] | None = None
@@ -322,7 +328,8 @@ def _from_values(name: str, v: dict[str, Any], sources: dict[str, str]) -> Softw
                         (v["cpu_tiling"]["micro_tile_m"], v["cpu_tiling"]["micro_tile_n"])),
         framework_cores_per_device=host.get("framework_cores_per_device"),
         **{k: (v.get("llm") or {}).get(k) for k in ("kv_block_tokens", "max_running_sequences",
-                                                    "memory_reserve_fraction")},
+                                                    "memory_reserve_fraction",
+                                                    "chunked_prefill_tokens")},
         sequence_parallel=bool((v.get("llm") or {}).get("sequence_parallel")),
         allocator=(None if not v.get("allocator") else
                    (v["allocator"]["fresh_page_s"], v["allocator"]["page_bytes"],

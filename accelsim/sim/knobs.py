@@ -210,8 +210,8 @@ _KNOBS = (
          "decoder training checkpoints: a storage system (name or .toml) the nodes write to "
          "as its clients (default: the nodes' own drives; the CLI's --storage-system sets it)"),
     Knob("chunked_prefill", "llm", "chunked_prefill", int, SERVE,
-         "decoder serving: tokens per step, prompts prefilled in chunks beside the decodes",
-         low=1, high=MAX_INPUT),
+         "decoder serving: tokens per step, prompts prefilled in chunks beside the decodes (0: "
+         "off; unset: the stack's default)", low=0, high=MAX_INPUT),
     Knob("requests_file", "llm", "requests_file", str, SERVE,
          "decoder serving: CSV trace of arrival_s,prompt_tokens,output_tokens rows"),
 )

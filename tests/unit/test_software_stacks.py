@@ -333,3 +333,23 @@ def test_the_shipped_stacks_keep_the_figures_moved_out_of_python() -> None:
         assert stack.kv_block_tokens == blocks, stack.name
         assert stack.max_running_sequences == running, stack.name
         assert stack.memory_reserve_fraction == reserve, stack.name
+
+
+def test_a_serving_stack_gives_its_default_chunked_prefill() -> None:
+    """SGLang chunks prompts at 8,192 tokens a step by default (ServerArgs), vLLM 0.4 does not
+    (enable_chunked_prefill False): a run that sets nothing is the run that sets the stack's
+    figure, and --chunked-prefill 0 turns a stack's chunking off."""
+    from accelsim.run import run_simulation
+    from accelsim.sim.knobs import make_config
+
+    knobs = {"mode": "serve", "rate": 20.0, "requests": 60, "prompt_tokens": 1024,
+             "output_tokens": 16}
+
+    def run(**more: object) -> dict:
+        rec = run_simulation(make_config("llama2_7b", "a100", **knobs, **more)).record
+        return {k: rec[k] for k in ("ttft_p50_s", "tpot_p50_s", "engine_steps")}
+
+    assert run(software="sglang") == run(software="sglang", chunked_prefill=8192)
+    assert run(software="sglang", chunked_prefill=0) == run(software="vllm", chunked_prefill=0)
+    assert run(software="vllm") == run(software="vllm", chunked_prefill=0)
+    assert run(software="sglang") != run(software="sglang", chunked_prefill=0)
