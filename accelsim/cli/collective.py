@@ -26,8 +26,12 @@ from accelsim.interconnect.nccl_tests import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MIN_BYTES,
     REDOPS,
+    compare_measured,
     nccl_buffer,
     nccl_sizes,
+    parse_nccl_tests,
+    ranks_listed,
+    render_comparison,
     render_nccl_tests,
 )
 from accelsim.physical import MAX_NODES
@@ -103,15 +107,21 @@ def _nccl_size(flag: str, text: str | None, default: int) -> int:
               help="Print nccl-tests' own table: size count type redop root time algbw busbw "
                    "#wrong, out-of-place and in-place, in B, elements, us and GB/s, and the "
                    "average bus bandwidth footer.")
+@click.option("--measured", "measured_path", type=click.Path(exists=True, dir_okay=False),
+              help="An nccl-tests output (e.g. all_reduce_perf's log): predict its sizes and "
+                   "print predicted vs measured bus bandwidth, the median and worst error.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object; `rows` has one row per size.")
 def collective(hardware: str, op: str, sizes: str | None, algorithm: str, devices: int | None,
                nodes: int, min_bytes: str | None, max_bytes: str | None,
                step_factor: int | None, step_bytes: str | None, datatype: str, redop: str,
-               nccl_format: bool, as_json: bool) -> None:
+               nccl_format: bool, measured_path: str | None, as_json: bool) -> None:
     """Time, algorithm bandwidth and bus bandwidth of a collective per message size."""
     if as_json and nccl_format:
         raise AccelsimError("--json and --nccl-tests: choose one output")
+    if measured_path is not None:
+        _measured(hardware, op, algorithm, devices, nodes, measured_path, as_json)
+        return
     nccl_flags = (min_bytes, max_bytes, step_factor, step_bytes)
     if sizes is not None and any(f is not None for f in nccl_flags):
         raise AccelsimError("--sizes and -b/-e/-f/-i: give the sizes one way")
@@ -140,3 +150,29 @@ def collective(hardware: str, op: str, sizes: str | None, algorithm: str, device
     record = cluster_record(system, op, [b.size_bytes for b in buffers], algorithm, devices,
                             nodes)
     click.echo(render_nccl_tests(record, datatype, redop, buffers, step))
+
+
+def _measured(hardware: str, op: str, algorithm: str, devices: int | None, nodes: int,
+              path: str, as_json: bool) -> None:
+    """`--measured FILE`: the model at the file's sizes against its out-of-place figures."""
+    from pathlib import Path
+
+    text = Path(path).read_text(errors="replace")
+    try:
+        measured = parse_nccl_tests(text)
+    except AccelsimError as err:
+        raise AccelsimError(f"--measured {path}: {err}") from None
+    system, _ = resolve_hardware(hardware)
+    record = cluster_record(system, op, [int(s) for s in measured.rows["size_bytes"]],
+                            algorithm, devices, nodes)
+    table = compare_measured(measured, record["rows"])
+    listed = ranks_listed(text)
+    note = (f"the file lists {listed} ranks, the model runs {record['devices']} (set -g/--nodes)"
+            if listed is not None and listed != record["devices"] else None)
+    if as_json:
+        echo_json({"system": record["system"], "op": op, "devices": record["devices"],
+                   "nodes": record["nodes"], "note": note,
+                   "rows": table.to_dict(orient="records")})
+        return
+    where = f"{op} on {record['devices']} x {record['device']}, {record['system']}"
+    click.echo(render_comparison(table, where) + (f"\nNB: {note}" if note else ""))

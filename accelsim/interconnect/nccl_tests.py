@@ -202,3 +202,45 @@ def parse_nccl_tests(text: str) -> NcclTable:
     for col in ("wrong", "in_place_wrong"):
         table[col] = pd.to_numeric(table[col])
     return NcclTable(table, avg)
+
+
+def ranks_listed(text: str) -> int | None:
+    """How many ranks an nccl-tests log ran: one more than the highest rank its `#  Rank N`
+    lines list (a log may keep only some of them); None if it lists none."""
+    ranks = {int(m.group(1)) for line in text.splitlines()
+             if (m := re.search(r"#\s*Rank\s+(\d+)\s", _MPI_PREFIX.sub("", line)))}
+    return max(ranks) + 1 if ranks else None
+
+
+def compare_measured(measured: NcclTable, predicted_rows: list[dict[str, Any]]
+                     ) -> pd.DataFrame:
+    """Measured (out-of-place) against predicted, one row per size: size_bytes, measured and
+    predicted time_us and busbw_gb_s, and busbw_error (predicted / measured - 1)."""
+    m = measured.rows
+    out = pd.DataFrame({
+        "size_bytes": m["size_bytes"].to_numpy(),
+        "measured_time_us": m["time_us"].to_numpy(),
+        "predicted_time_us": [r["time_s"] * 1e6 for r in predicted_rows],
+        "measured_busbw_gb_s": m["busbw_gb_s"].to_numpy(),
+        "predicted_busbw_gb_s": [r["bus_bandwidth_gb_s"] for r in predicted_rows]})
+    # NB: a measured busbw printed as 0.00 (tiny messages) has no defined ratio: NaN.
+    measured_bw = out["measured_busbw_gb_s"].where(out["measured_busbw_gb_s"] > 0)
+    out["busbw_error"] = out["predicted_busbw_gb_s"] / measured_bw - 1
+    return out
+
+
+def render_comparison(table: pd.DataFrame, where: str) -> str:
+    """The comparison as text: one line per size, then the median and worst |error|."""
+    lines = [f"# predicted ({where}) vs measured (nccl-tests, out-of-place)",
+             f"# {'size (B)':>12} {'measured us':>12} {'predicted us':>12} "
+             f"{'measured busbw':>14} {'predicted busbw':>15} {'error':>8}"]
+    for row in table.itertuples():
+        err = "-" if pd.isna(row.busbw_error) else f"{row.busbw_error:+.1%}"
+        lines.append(f"  {row.size_bytes:>12} {row.measured_time_us:>12.2f} "
+                     f"{row.predicted_time_us:>12.2f} {row.measured_busbw_gb_s:>14.2f} "
+                     f"{row.predicted_busbw_gb_s:>15.2f} {err:>8}")
+    errors = table["busbw_error"].dropna().abs()
+    if len(errors):
+        lines.append(f"{len(errors)} sizes compared: median |busbw error| "
+                     f"{errors.median():.1%}, worst {errors.max():.1%} (GB/s = 1e9 B/s)")
+    return "\n".join(lines)

@@ -111,3 +111,25 @@ def test_parser_reads_older_formats_and_mpi_prefixes() -> None:
     assert b.avg_bus_bandwidth_gb_s == 0.5
     with pytest.raises(AccelsimError):
         parse_nccl_tests("no table here")
+
+
+def test_measured_log_is_compared_at_its_sizes(capsys: pytest.CaptureFixture[str],
+                                               tmp_path) -> None:
+    code, out, err = run_cli(capsys, "collective", "--hw", "dgx-h100", "--measured", str(REAL),
+                             "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    real = parse_nccl_tests(REAL.read_text()).rows
+    assert [r["size_bytes"] for r in got["rows"]] == list(real["size_bytes"])
+    assert [r["measured_busbw_gb_s"] for r in got["rows"]] == list(real["busbw_gb_s"])
+    assert "72 ranks" in got["note"]  # the log's rank 71: an NVL72 rack, not 8 H100s
+    # accelsim's own nccl-tests table, read back as a measurement: no error beyond rounding
+    _, own, _ = run_cli(capsys, "collective", "--hw", "dgx-a100", "--nccl-tests", "-b", "1M",
+                        "-e", "1G", "-f", "8")
+    log = tmp_path / "own.log"
+    log.write_text(own)
+    code, out, _ = run_cli(capsys, "collective", "--hw", "dgx-a100", "--measured", str(log))
+    assert code == 0 and "median |busbw error| 0.0%" in out and "NB:" not in out
+    err = one_line_error(capsys, "collective", "--hw", "dgx-a100", "--measured",
+                         str(ROOT / "README.md"))
+    assert "no nccl-tests rows" in err
