@@ -25,6 +25,7 @@ from accelsim.interconnect.nccl_tests import (
     DATATYPE_BYTES,
     DEFAULT_MAX_BYTES,
     DEFAULT_MIN_BYTES,
+    DEFAULT_STEP_BYTES,
     REDOPS,
     compare_measured,
     nccl_buffer,
@@ -130,8 +131,8 @@ def collective(hardware: str, op: str, sizes: str | None, algorithm: str, device
         size_list = nccl_sizes(_nccl_size("-b", min_bytes, DEFAULT_MIN_BYTES),
                                _nccl_size("-e", max_bytes, DEFAULT_MAX_BYTES), step_factor,
                                None if step_bytes is None else _nccl_size("-i", step_bytes, 1))
-        step = (f"{step_factor}(factor)" if step_factor is not None
-                else f"{_nccl_size('-i', step_bytes, 2**20)}(bytes)")
+        step = (f"{step_factor}(factor)" if step_factor is not None and step_factor > 1
+                else f"{_nccl_size('-i', step_bytes, DEFAULT_STEP_BYTES)}(bytes)")
     else:
         size_list, step = parse_sizes(sizes or "8B:8GB"), "2(factor)"
     if not nccl_format:

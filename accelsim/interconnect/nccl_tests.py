@@ -43,11 +43,11 @@ _MPI_PREFIX = re.compile(r"^\[\d+,\d+\]<std(out|err)>:")
 def nccl_sizes(min_bytes: int = DEFAULT_MIN_BYTES, max_bytes: int = DEFAULT_MAX_BYTES,
                step_factor: int | None = None, step_bytes: int | None = None) -> list[int]:
     """nccl-tests' loop: from min_bytes while at most max_bytes, times step_factor (-f) when
-    given, else plus step_bytes (-i, 1 MiB by default)."""
+    it is above 1, else plus step_bytes (-i, 1 MiB by default), as nccl-tests steps."""
     if min_bytes > max_bytes:
         raise AccelsimError(f"-b {min_bytes}: larger than -e {max_bytes}")
-    if step_factor is not None and step_factor < 2 and min_bytes < max_bytes:
-        raise AccelsimError(f"-f {step_factor}: a step factor is at least 2")
+    if step_factor is not None and step_factor <= 1:
+        step_factor = None  # nccl-tests' -f 1 (its default): steps of -i bytes
     step = DEFAULT_STEP_BYTES if step_bytes is None else step_bytes
     if step < 1:
         raise AccelsimError(f"-i {step}: a step is at least 1 byte")
@@ -58,8 +58,6 @@ def nccl_sizes(min_bytes: int = DEFAULT_MIN_BYTES, max_bytes: int = DEFAULT_MAX_
             raise AccelsimError(f"-b {min_bytes} -e {max_bytes}: more than {MAX_ROWS} sizes; "
                                 "give a larger -i or a step factor -f")
         size = size * step_factor if step_factor is not None else size + step
-        if step_factor is not None and step_factor < 2:
-            break
     return out
 
 

@@ -80,6 +80,7 @@ def test_nccl_sizes_and_counts() -> None:
     assert nccl_sizes(8, 128, step_factor=2) == [8, 16, 32, 64, 128]
     assert nccl_sizes(1, 3, step_bytes=1) == [1, 2, 3]
     assert nccl_sizes() == [32 * 2**20]  # nccl-tests' defaults: 32M to 32M
+    assert nccl_sizes(8, 24, step_factor=1, step_bytes=8) == [8, 16, 24]  # -f 1: -i steps
     assert nccl_buffer("allreduce", 10, "float", 8).size_bytes == 8
     # all-gather: per-rank count, 16-byte aligned
     b = nccl_buffer("allgather", 1000, "float", 8)
