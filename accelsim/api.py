@@ -24,10 +24,12 @@ from typing import Any
 import pandas as pd
 
 from accelsim.results.headline import Headline
-from accelsim.results.summary import flat_row
+from accelsim.results.summary import flat_row, notebook_frame
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import Scenario
+
+_HTML_SKIP = ("notes", "error")  # the notes are listed under the table; a Result has no error
 
 
 @dataclass
@@ -87,6 +89,25 @@ class Result:
 
         return write_chrome_trace(self.events, path)
 
+    def _repr_html_(self) -> str:
+        """A notebook's summary: the one-line repr, then a table of every figure the run has
+        (names with their units, as the flat row of `summary`), then the notes."""
+        import html
+
+        s = self.summary
+        cells = []
+        for name, value in s.items():
+            if value is None or name in _HTML_SKIP:
+                continue
+            shown = (f"{value:.4g}" if isinstance(value, float)
+                     else f"{value:,}" if isinstance(value, int) and not isinstance(value, bool)
+                     else str(value))
+            cells.append(f"<tr><th style=\"text-align:left\">{html.escape(name)}</th>"
+                         f"<td style=\"text-align:right\">{html.escape(shown)}</td></tr>")
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return (f"<div><p><b>{html.escape(repr(self))}</b></p><table>{''.join(cells)}</table>"
+                + (f"<ul>{notes}</ul>" if notes else "") + "</div>")
+
     def __repr__(self) -> str:
         s = self.summary
         tput = s["throughput_samples_per_s"]
@@ -116,12 +137,15 @@ def simulate(workload: str | Scenario, hw: str, execute: bool = False, **knobs: 
     return Result(res.record, res.records)
 
 
-def compare(workload: str | Scenario, hw: str | Sequence[str], **knobs: Any) -> pd.DataFrame:
+def compare(workload: str | Scenario, hw: str | Sequence[str], all_columns: bool = False,
+            **knobs: Any) -> pd.DataFrame:
     """One row per hardware in `hw` (a list, or names separated by commas) with the same
     knobs: throughput, latency, energy per sample, performance per watt, memory fit,
     bottleneck, and the precision and software each device really used. A device that cannot
     run the precision asked for runs the closest one it can, and its `notes` say so
     (`fallback=False` leaves it out instead). See `accelsim.explore.compare.compare`.
+    Columns that are None in every row are dropped (`all_columns=True` keeps them, as the
+    CLI's --csv does); number columns are numeric, NaN where a figure does not apply.
 
     >>> df = compare("resnet50", hw="a100,edge-tpu", precision="fp16", batch=8)
     >>> df[["hardware", "precision_requested", "precision"]].values.tolist()
@@ -131,15 +155,19 @@ def compare(workload: str | Scenario, hw: str | Sequence[str], **knobs: Any) -> 
     """
     from accelsim.explore.compare import compare as _compare
 
-    return _compare(workload, hw, **knobs)
+    return notebook_frame(_compare(workload, hw, **knobs), all_columns)
 
 
-def sweep(workload: str | Scenario, hw: str | Sequence[str], **knobs: Any) -> pd.DataFrame:
+def sweep(workload: str | Scenario, hw: str | Sequence[str], all_columns: bool = False,
+          **knobs: Any) -> pd.DataFrame:
     """The cartesian grid of every knob given as a list (and of `hw` when it is a list), one
     row per point, the knobs as columns. Keywords `workers` (processes), `scheduler` (a Dask
     address), `resume` (a SQLite file) and `progress` choose how it runs; the rows are the
-    same whichever way. A point that fails has its message in `error`. See
-    `accelsim.explore.run.sweep`.
+    same whichever way. A point that fails has its message in `error` (always a column); a
+    device that lacks the precision asked for runs the closest one, as in `compare`
+    (`fallback=False`: the point fails). Columns that are None in every row are dropped
+    (`all_columns=True` keeps them); number columns are numeric, NaN where a figure does not
+    apply. See `accelsim.explore.run.sweep`.
 
     >>> df = sweep("resnet50", hw="t4", batch=[1, 4096], precision="fp16")
     >>> df[["batch", "fits", "largest_batch_that_fits"]].values.tolist()
@@ -147,7 +175,7 @@ def sweep(workload: str | Scenario, hw: str | Sequence[str], **knobs: Any) -> pd
     """
     from accelsim.explore.run import sweep as _sweep
 
-    return _sweep(workload, hw, **knobs)
+    return notebook_frame(_sweep(workload, hw, **knobs), all_columns, keep=("error",))
 
 
 def write_report(workload: str | Scenario, hw: str, out: str | Path | None = None,

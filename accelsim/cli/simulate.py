@@ -59,21 +59,39 @@ def parse_layers(value: str) -> int | None:
 @click.option("--prune-2-4", "prune_2_4", is_flag=True, help="With --execute: the device runs "
               "conv/linear weights magnitude-pruned to 2:4 (the fp32 reference stays dense): "
               "the error of pruning beside the sparse tensor cores' speed.")
+@click.option("--dlio-summary", "dlio_summary", type=click.Path(dir_okay=False),
+              help="WORKLOAD a DLIO workload .yaml: also write DLIO's summary.json (AU, "
+              "samples/s, MB/s in DLIO's keys) to this file.")
 def simulate(workload: str, hardware: str | None, layers: str, trace: str | None,
              as_json: bool, scalesim_dir: str | None, emulated: str | None,
              max_accelerators: bool, storage_system: str | None = None,
              clients: int | None = None, execute: bool = False, prune_2_4: bool = False,
-             **kw: Any) -> None:
+             dlio_summary: str | None = None, **kw: Any) -> None:
     """Time, energy and bottleneck of a WORKLOAD on a system or device (--hw).
 
-    WORKLOAD is a zoo model, a built-in scenario or a scenario .toml file. A workload that
-    does not fit in device memory is reported as such (exit 0), with the largest batch that
-    fits."""
+    WORKLOAD is a zoo model, a built-in scenario or a scenario .toml file, or a DLIO workload
+    .yaml (MLPerf Storage's emulation of it). A workload that does not fit in device memory
+    is reported as such (exit 0), with the largest batch that fits."""
     from accelsim.results.render import render
     from accelsim.run import run_simulation
     from accelsim.sim.knobs import make_config
 
     top = parse_layers(layers)
+    from accelsim.profiles.dlio import is_dlio_file
+
+    if is_dlio_file(workload):
+        from accelsim.cli.dlio import run_dlio
+
+        if emulated or max_accelerators or storage_system or clients is not None:
+            raise AccelsimError("a DLIO .yaml is its own emulation: drop "
+                                "--emulate-accelerators, --max-accelerators, --storage-system "
+                                "and --clients")
+        if hardware is None:
+            raise AccelsimError("--hw is required: the system whose storage DLIO reads")
+        run_dlio(workload, hardware, cli_knobs(kw), dlio_summary, as_json)
+        return
+    if dlio_summary is not None:
+        raise AccelsimError("--dlio-summary needs a DLIO workload .yaml as WORKLOAD")
     if storage_system is not None and (emulated or max_accelerators):
         from accelsim.cli.storage_system import run_system_emulation
 

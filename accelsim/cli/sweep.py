@@ -63,22 +63,26 @@ def _knob_flags(fn: Any) -> Any:
 @click.option("--resume", "resume_path", type=click.Path(dir_okay=False),
               help="SQLite file storing each finished point; a rerun skips them.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--fallback/--no-fallback", default=True, show_default=True,
+              help="A point on a device that lacks the precision asked for runs the closest "
+                   "one, as compare does, and its notes say so (--no-fallback: it fails).")
 def sweep(workload: str, hardware: str, settings: tuple[str, ...], csv_path: str | None,
           plot_path: str | None, as_json: bool, workers: int, scheduler: str | None,
-          resume_path: str | None, quiet: bool, **flags: str | None) -> None:
+          resume_path: str | None, quiet: bool, fallback: bool, **flags: str | None) -> None:
     """Simulate WORKLOAD at every point of the grid of the knobs given.
 
     Every knob flag takes one value or a comma list, and every list is an axis: --hw
     a100,h100 --batch 1,2,4,...,1024 --precision bf16,fp16 is 2 x 11 x 2 points. "..."
     continues a run up to the last value: values with one difference set a step (8,16,...,64),
-    others one ratio (1,2,4,...,1024). A point that fails (a knob of another mode, a format
-    the device lacks) has its error in its row; the others run."""
+    others one ratio (1,2,4,...,1024). A point that fails (a knob of another mode; a format
+    the device lacks, with --no-fallback) has its error in its row; the others run."""
     from accelsim.explore.run import sweep as run_sweep
 
     model = resolve_workload(workload).model
     knobs = _axes(flags, settings, model)
     df = run_sweep(workload, hardware, workers=workers, scheduler=scheduler,
-                   resume=resume_path, progress=False if quiet else None, **knobs)
+                   resume=resume_path, progress=False if quiet else None, fallback=fallback,
+                   **knobs)
     failed = int(df["error"].notna().sum())
     if csv_path:
         from accelsim.results.files import write_atomic
@@ -98,6 +102,11 @@ def sweep(workload: str, hardware: str, settings: tuple[str, ...], csv_path: str
     if failed:
         click.echo(f"accelsim: {failed} of {len(df)} points failed (see the error column)",
                    err=True)
+    fell_back = int(df["notes"].str.contains(r"^ran \S+: \S+ cannot run ", na=False).sum())
+    if fell_back:
+        click.echo(f"accelsim: {fell_back} of {len(df)} points ran the closest precision the "
+                   "device has (see the notes and compute_precision columns; --no-fallback "
+                   "fails them)", err=True)
 
 
 def _axes(flags: dict[str, str | None], settings: tuple[str, ...],

@@ -62,6 +62,11 @@ def fallback_precision(requested: str, runs: tuple[str, ...] | list[str]) -> str
     return min(known, key=rank)
 
 
+def fallback_note(device: str, requested: str, ran: str, runs: tuple[str, ...]) -> str:
+    """The note of a row that ran `ran` where `device` lacks `requested` (compare, sweep)."""
+    return f"ran {ran}: {device} cannot run {requested} (it runs {', '.join(runs)})"
+
+
 def _known(precision: str) -> bool:
     try:
         get_format(precision)

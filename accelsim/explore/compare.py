@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from accelsim.devices.precision import fallback_precision, hardware_key
+from accelsim.devices.precision import fallback_note, fallback_precision, hardware_key
 from accelsim.devices.registry import peaks
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.profiles.hardware import resolve_hardware
@@ -123,8 +123,7 @@ def _run_one(cfg: SimulationConfig, system: Any, profile: Any, fallback: bool) -
         if fb is None:
             why = f"{err}" + ("" if fallback else " (fallback to another precision is off)")
             return _left_out(cfg, system, profile, why, precision_error=True)
-        note = (f"ran {fb}: {profile.name} cannot run {requested} "
-                f"(it runs {', '.join(err.runs)})")
+        note = fallback_note(profile.name, requested, fb, err.runs)
         try:
             res = run_simulation(dataclasses.replace(
                 cfg, scenario=cfg.scenario.with_overrides(precision=fb)))

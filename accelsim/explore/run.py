@@ -5,6 +5,11 @@ cluster, into one DataFrame with one row per point in grid order, whichever way 
     df = sweep("resnet50-train", "dgx-a100", prep_workers=[2, 4, 8], steps=20, workers=2)
     df = sweep(..., scheduler="tcp://10.0.0.5:8786", resume="sweep.sqlite")
 
+A point on a device that lacks the precision asked for (bf16 on a V100 or T4) runs the
+closest format the device has, as `compare` does (`accelsim.devices.precision
+.fallback_precision`): its `precision` column keeps the knob as given, `compute_precision`
+says what ran and `notes` says why; `fallback=False` records the error instead.
+
 A row is the point's knobs (columns named as the knobs, plus `hardware`) followed by the
 result columns of `accelsim.results.summary.ROW_COLUMNS`; where a knob and a result column
 share a name (mode, precision, software, devices), the column holds the knob as given. A point
@@ -18,6 +23,7 @@ so a killed sweep there can lose the chunks in flight.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing
 import os
 import sys
@@ -29,11 +35,12 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from accelsim.errors import AccelsimError
+from accelsim.devices.precision import fallback_note, fallback_precision
+from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.explore.grid import Grid, Point, make_grid
 from accelsim.explore.store import ResumeStore
 from accelsim.results.summary import ROW_COLUMNS, error_row, flat_row
-from accelsim.run import run_simulation
+from accelsim.run import SimulationConfig, run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import Scenario
 
@@ -42,19 +49,22 @@ CHUNKS_PER_SLOT = 8  # Dask: chunks per worker thread, enough to balance uneven 
 MAX_CHUNK = 16  # Dask: points per chunk at most
 DASK_WAIT_S = 60.0  # how long to wait for a Dask cluster to have a worker
 Chunk = list[tuple[int, dict[str, Any]]]  # (point index, row)
+NO_FALLBACK_KEY = "|no-fallback"  # appended to a point's store key under fallback=False
 
 
 def sweep(workload: str | Scenario, hw: str | Sequence[str], *, workers: int = 1,
           scheduler: Any = None, resume: str | os.PathLike[str] | None = None,
-          progress: bool | None = None,
+          progress: bool | None = None, fallback: bool = True,
           **knobs: Any) -> pd.DataFrame:
     """The grid of `hw` and `knobs` (a list is an axis, a scalar is fixed), one row per point.
 
     `workers` > 1 runs points in that many processes; `scheduler` (a Dask address such as
     "tcp://host:8786", or a `distributed.Client`) runs them on that cluster; `resume` (a SQLite
     path) stores each finished point and skips the ones already there; `progress` shows a bar
-    on stderr (None: only when stderr is a terminal). The frame's `attrs` say which knobs were
-    swept (`swept`) and how many points were run and how many read from the store."""
+    on stderr (None: only when stderr is a terminal); `fallback` runs a point on a device that
+    lacks the precision asked for at the closest one (False: the point fails). The frame's
+    `attrs` say which knobs were swept (`swept`) and how many points were run and how many
+    read from the store."""
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
         raise AccelsimError(f"workers {workers!r}: a number of processes, 1 to {MAX_WORKERS}")
     if scheduler is not None and workers > 1:
@@ -62,12 +72,14 @@ def sweep(workload: str | Scenario, hw: str | Sequence[str], *, workers: int = 1
                             "workers)")
     grid = make_grid(workload, hw, knobs)
     points = grid.points()
+    if not fallback:  # the stored rows of the two rules differ: not one key
+        points = [dataclasses.replace(p, key=p.key + NO_FALLBACK_KEY) for p in points]
     store = ResumeStore(resume) if resume is not None else None
     try:
         done = store.finished([p.key for p in points]) if store else {}
         rows: list[dict[str, Any] | None] = [done.get(p.key) for p in points]
         todo = [p for p in points if p.key not in done]
-        _run_into(rows, grid, todo, workers, scheduler, store, progress)
+        _run_into(rows, grid, todo, workers, scheduler, store, progress, fallback)
     finally:
         if store is not None:
             store.close()
@@ -84,7 +96,8 @@ def columns(grid: Grid) -> list[str]:
 
 
 def _run_into(rows: list[dict[str, Any] | None], grid: Grid, todo: list[Point], workers: int,
-              scheduler: Any, store: ResumeStore | None, progress: bool | None) -> None:
+              scheduler: Any, store: ResumeStore | None, progress: bool | None,
+              fallback: bool) -> None:
     """Run `todo`, putting each row in `rows` at its point's index and in the store."""
     if not todo:
         return
@@ -93,11 +106,11 @@ def _run_into(rows: list[dict[str, Any] | None], grid: Grid, todo: list[Point], 
     show = sys.stderr.isatty() if progress is None else progress
     with contextlib.ExitStack() as cleanup:
         if scheduler is not None:
-            chunks = _on_dask(cleanup, scheduler, grid.workload, model, todo)
+            chunks = _on_dask(cleanup, scheduler, grid.workload, model, todo, fallback)
         elif workers > 1:
-            chunks = _in_processes(cleanup, workers, grid.workload, model, todo)
+            chunks = _in_processes(cleanup, workers, grid.workload, model, todo, fallback)
         else:
-            chunks = (run_points(grid.workload, model, [p]) for p in todo)
+            chunks = (run_points(grid.workload, model, [p], fallback) for p in todo)
         bar = cleanup.enter_context(_Bar(
             total=len(rows), initial=len(rows) - len(todo), unit="point", desc="sweep",
             disable=not show, file=sys.stderr, dynamic_ncols=True))
@@ -116,16 +129,19 @@ class _Bar(tqdm):
     monitor_interval = 0
 
 
-def run_points(workload: str | Scenario, model: str, points: list[Point]) -> Chunk:
+def run_points(workload: str | Scenario, model: str, points: list[Point],
+               fallback: bool = True) -> Chunk:
     """The rows of `points` (what a worker runs): errors are rows, never exceptions."""
-    return [(p.index, point_row(workload, model, p)) for p in points]
+    return [(p.index, point_row(workload, model, p, fallback)) for p in points]
 
 
-def point_row(workload: str | Scenario, model: str, point: Point) -> dict[str, Any]:
-    """One point's row: its knobs, then the result or the error."""
+def point_row(workload: str | Scenario, model: str, point: Point,
+              fallback: bool = True) -> dict[str, Any]:
+    """One point's row: its knobs, then the result (at the fallback precision, with its note,
+    where the device lacks the one asked for and `fallback`) or the error."""
     try:
         cfg = make_config(workload, point.hardware, **point.knobs)
-        result = flat_row(run_simulation(cfg, detail=False).record)
+        result = _result_row(cfg, fallback)
     except AccelsimError as err:
         result = _failed(str(err), model, point)
     except Exception as err:  # noqa: BLE001 - a bug at one point must not end the sweep
@@ -133,6 +149,25 @@ def point_row(workload: str | Scenario, model: str, point: Point) -> dict[str, A
     row: dict[str, Any] = {"hardware": point.hardware, **point.knobs}
     row.update({k: _plain(v) for k, v in result.items() if k not in row})
     return row
+
+
+def _result_row(cfg: SimulationConfig, fallback: bool) -> dict[str, Any]:
+    """The result columns of one point; PrecisionError, without a fallback, propagates."""
+    try:
+        return flat_row(run_simulation(cfg, detail=False).record)
+    except PrecisionError as err:
+        requested = cfg.scenario.precision
+        ran = fallback_precision(requested, err.runs) if fallback else None
+        if ran is None:
+            raise
+        try:
+            row = flat_row(run_simulation(dataclasses.replace(
+                cfg, scenario=cfg.scenario.with_overrides(precision=ran)), detail=False).record)
+        except AccelsimError as again:
+            raise AccelsimError(f"{err}; its fallback {ran} failed too: {again}") from None
+        note = fallback_note(err.device, requested, ran, err.runs)
+        row["notes"] = "; ".join(n for n in (note, row["notes"]) if n)
+        return row
 
 
 def _failed(message: str, model: str, point: Point) -> dict[str, Any]:
@@ -151,7 +186,7 @@ def _chunked(todo: list[Point], slots: int) -> list[list[Point]]:
 
 
 def _in_processes(cleanup: contextlib.ExitStack, workers: int, workload: str | Scenario,
-                  model: str, todo: list[Point]) -> Iterator[Chunk]:
+                  model: str, todo: list[Point], fallback: bool) -> Iterator[Chunk]:
     """Chunks of rows from `workers` processes, as they finish (the workers start now)."""
     # NB: fork where there is one (Linux): workers start in milliseconds with this process's
     # imports and caches, and a script needs no `if __name__ == "__main__"` guard; elsewhere
@@ -162,7 +197,7 @@ def _in_processes(cleanup: contextlib.ExitStack, workers: int, workload: str | S
     cleanup.callback(pool.shutdown, wait=True, cancel_futures=True)
     # One point per task: each comes back, and is stored, as soon as it is finished (chunks
     # would save about 1% here; measured on 300 mlp points).
-    futures = [pool.submit(run_points, workload, model, [point]) for point in todo]
+    futures = [pool.submit(run_points, workload, model, [point], fallback) for point in todo]
     return _results(as_completed(futures))
 
 
@@ -181,7 +216,7 @@ def _results(finished: Iterator[Any]) -> Iterator[Chunk]:
 
 
 def _on_dask(cleanup: contextlib.ExitStack, scheduler: Any, workload: str | Scenario,
-             model: str, todo: list[Point]) -> Iterator[Chunk]:
+             model: str, todo: list[Point], fallback: bool) -> Iterator[Chunk]:
     """Chunks of rows from a Dask cluster (an address or a `distributed.Client`)."""
     try:
         from distributed import Client
@@ -202,7 +237,8 @@ def _on_dask(cleanup: contextlib.ExitStack, scheduler: Any, workload: str | Scen
         raise AccelsimError(f"Dask scheduler {scheduler}: no worker joined in "
                             f"{DASK_WAIT_S:.0f} s") from None
     slots = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
-    futures = [client.submit(run_points, workload, model, chunk, pure=False)
+    futures = [client.submit(run_points, workload, model, chunk, fallback,
+                             pure=False)
                for chunk in _chunked(todo, max(1, slots))]
     cleanup.callback(client.cancel, futures)
     return _results(dask_completed(futures, loop=client.loop))

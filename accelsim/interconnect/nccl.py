@@ -120,7 +120,7 @@ def parse_sizes(text: str) -> list[int]:
     parts = text.split(":")
     if len(parts) not in (1, 2):
         raise AccelsimError(f"--sizes {text!r}: give SIZE or FIRST:LAST, e.g. 8B:8GB")
-    low, high = (_size(p, text) for p in (parts[0], parts[-1]))
+    low, high = (parse_size(p, text) for p in (parts[0], parts[-1]))
     if low > high:
         raise AccelsimError(f"--sizes {text!r}: the first size is larger than the last")
     out, size = [], low
@@ -130,7 +130,8 @@ def parse_sizes(text: str) -> list[int]:
     return out
 
 
-def _size(part: str, text: str) -> int:
+def parse_size(part: str, text: str, flag: str = "--sizes") -> int:
+    """One size ('128M', '8GB', '64') in bytes; `flag` and `text` name it in errors."""
     s = part.strip().upper().replace(" ", "")
     digits = s.rstrip("KMGTIB")
     unit = s[len(digits):]
@@ -139,13 +140,13 @@ def _size(part: str, text: str) -> int:
     except ValueError:
         value = float("nan")
     if unit not in _SIZE_UNITS or not value >= 1 or value != value:
-        raise AccelsimError(f"--sizes {text!r}: {part!r} is not a size such as 8B, 64KB, "
+        raise AccelsimError(f"{flag} {text!r}: {part!r} is not a size such as 8B, 64KB, "
                             "128MB or 8GB")
     n_bytes = value * _SIZE_UNITS[unit]
     if n_bytes > MAX_MESSAGE_BYTES:
-        raise AccelsimError(f"--sizes {text!r}: {part!r} is over the 1 TiB limit")
+        raise AccelsimError(f"{flag} {text!r}: {part!r} is over the 1 TiB limit")
     if n_bytes != int(n_bytes):
-        raise AccelsimError(f"--sizes {text!r}: {part!r} is not a whole number of bytes")
+        raise AccelsimError(f"{flag} {text!r}: {part!r} is not a whole number of bytes")
     return int(n_bytes)
 
 

@@ -29,6 +29,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 
 from accelsim.errors import AccelsimError
 from accelsim.plots.style import LABELS, label, new_figure, save_figure, scale
+from accelsim.results.summary import ROW_COLUMNS
 from accelsim.sim.knobs import KNOBS
 
 METRICS = ("throughput_samples_per_s", "latency_s", "energy_j_per_sample")
@@ -46,7 +47,9 @@ OOM_LABEL, LARGEST_LABEL = "does not fit in memory", "largest batch that fits"
 
 def plot_sweep(df: pd.DataFrame, path: str | Path, swept: list[str] | None = None) -> Path:
     """Draw the panels that fit the knobs swept (`swept`, default `df.attrs["swept"]`, else
-    the knob columns with more than one value) and save to `path` (.png, .svg or .pdf)."""
+    the knob columns with more than one value) and save to `path` (.png, .svg or .pdf).
+    A frame of the Python API, whose all-None columns are dropped, draws as the whole one."""
+    df = df.reindex(columns=[*df.columns, *(c for c in ROW_COLUMNS if c not in df)])
     ok = _succeeded(df)
     if ok.empty:
         raise AccelsimError("nothing to plot: every point of the sweep failed")

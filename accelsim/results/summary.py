@@ -12,9 +12,12 @@ back to its host CPU (inference only: a pipeline run reports its parts in the re
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelsim.results.headline import Headline
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 IDENTITY = ("workload", "mode", "device", "device_class", "system", "software", "precision",
             "compute_precision", "batch_size", "devices")
@@ -30,6 +33,9 @@ LLM_METRICS = ("ttft_s", "tpot_s", "tokens_per_s", "kv_cache_bytes", "mfu", "ttf
                "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "goodput_requests_per_s")
 ROW_COLUMNS = (IDENTITY + METRICS + TRAIN_METRICS + SERVE_METRICS + LLM_METRICS
                + ("notes", "error"))
+# The figures that are numbers whenever they apply (the rest: names, text and `fits`).
+NUMBER_COLUMNS = tuple(c for c in METRICS + TRAIN_METRICS + SERVE_METRICS + LLM_METRICS
+                       if c not in ("fits", "bottleneck", "bottleneck_detail"))
 
 
 def flat_row(record: dict[str, Any]) -> dict[str, Any]:
@@ -70,3 +76,26 @@ def error_row(message: str, **identity: Any) -> dict[str, Any]:
     row.update({k: v for k, v in identity.items() if k in row})
     row["error"] = message
     return row
+
+
+def notebook_frame(frame: pd.DataFrame, all_columns: bool = False,
+                   keep: tuple[str, ...] = ()) -> pd.DataFrame:
+    """`frame` fit for a notebook: every column whose values are all numbers (None among
+    them), and every figure of `NUMBER_COLUMNS` even where None in every row, numeric, None as
+    NaN (ints with a None become floats); the columns that are None in every row dropped
+    unless `all_columns` (or named in `keep`). `attrs` are kept."""
+    import pandas as pd
+
+    out = frame.copy()
+    for name in out.columns:
+        col = out[name]
+        if col.dtype != object:
+            continue
+        values = col.dropna()
+        if not len(values) and not all_columns and name not in keep:
+            out = out.drop(columns=name)
+        elif (len(values) or name in NUMBER_COLUMNS) and all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            numbers = pd.to_numeric(col)
+            out[name] = numbers if len(values) else numbers.astype("float64")
+    return out

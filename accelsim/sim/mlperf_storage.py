@@ -83,9 +83,11 @@ def _scenario(emu: Emulation, prefetch: int = 2) -> Any:
 
 
 def emulate(emu: Emulation, system: System, devices: int, steps: int = STEPS,
-            prefetch: int = 2, seed: int = 0, device: Any = None) -> dict[str, Any]:
+            prefetch: int = 2, seed: int = 0, device: Any = None,
+            dataset: Dataset | None = None) -> dict[str, Any]:
     """One MLPerf Storage run at `devices` emulated accelerators: AU, samples/s and storage
-    throughput (bytes/s), measured over the second half of `steps`."""
+    throughput (bytes/s), measured over the second half of `steps`. `dataset`: read as given
+    (a DLIO configuration's), not the workload's stretched to 5 x DRAM."""
     from accelsim.sim.config import TrainConfig
     from accelsim.sim.run import simulate_training
 
@@ -98,7 +100,8 @@ def emulate(emu: Emulation, system: System, devices: int, steps: int = STEPS,
     host = replace(system, device_count=devices, device_to_device=None, host_to_device=h2d)
     res = simulate_training(TrainConfig(
         _scenario(emu, prefetch), host, devices=devices,
-        dataset=emulated_dataset(emu, system), decode="cpu", steps=steps, seed=seed,
+        dataset=dataset if dataset is not None else emulated_dataset(emu, system),
+        decode="cpu", steps=steps, seed=seed,
         device_profile=device if device is not None else _null_device(emu)))
     df = res.records
     skip = max(steps // 2, 1)
