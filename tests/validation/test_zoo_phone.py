@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from accelsim.errors import ShapeError
 from accelsim.workload.tables import totals, unsupported_ops
 from accelsim.workload.zoo import build_model, model_knobs, model_names
 from tests.helpers.cli import run_cli
@@ -93,13 +94,58 @@ def test_mobilebert_flops() -> None:
     assert g.shapes[g.outputs[0]] == (384, 2)
 
 
+def test_edsr_params_and_macs() -> None:
+    # mlcommons/mobile_open vision/edsr/models_and_checkpoints/checkpoints/f32b5/model.txt
+    # (the MLPerf Mobile super-resolution model's Keras summary): "Total params: 106,092",
+    # exact. No MAC figure is published; per low-resolution pixel the 3x3 convs cost their
+    # weights (params less biases), at 960x540 (mobile_app_open flutter/cpp/datasets/README.md).
+    g = build_model("edsr_f32b5")
+    assert g.params == 106_092
+    biases = 32 + 11 * 32 + 12
+    assert matmul_macs("edsr_f32b5") == (106_092 - biases) * 540 * 960
+    assert g.shapes[g.outputs[0]] == (3, 1080, 1920)
+    assert unsupported_ops(g) == []
+
+
+def deeplab_params_closed_form() -> int:
+    """DeepLabv3+ MobileNetV2 (32 classes) from its layer list: MobileNetV2's published
+    3,504,872 params (torchvision) less its 1280 conv (+ batchnorm) and classifier, then the
+    ASPP, decoder and logits convs (weights + batchnorm gamma, beta; the logits with bias)."""
+    def conv_bn(i: int, o: int, k: int = 1, groups: int = 1) -> int:
+        return i // groups * o * k * k + 2 * o
+
+    encoder = 3_504_872 - conv_bn(320, 1280) - (1280 * 1000 + 1000)
+    aspp = conv_bn(320, 256) + conv_bn(320, 256) + conv_bn(512, 256)
+    decoder = (conv_bn(144, 48) + conv_bn(304, 304, 3, 304) + conv_bn(304, 256)
+               + conv_bn(256, 256, 3, 256) + conv_bn(256, 256))
+    return encoder + aspp + decoder + 256 * 32 + 32
+
+
+def test_deeplab_params_and_macs() -> None:
+    # No parameter or MAC figure is published for this model (TF DeepLab's model zoo gives
+    # mIoU and file size): the count is checked against its layer list, and MACs lie between
+    # the encoder's and encoder + heads' at 512x512 (5.28 G counted).
+    g = build_model("deeplabv3plus_mobilenet_v2")
+    assert g.params == deeplab_params_closed_form() == 2_273_936
+    assert g.shapes[g.outputs[0]] == (32, 512, 512)
+    assert g.op("layer_4.depthwise.relu6").output_shape == (144, 128, 128)
+    assert g.op("layer_18.project").output_shape == (320, 32, 32)  # output stride 16
+    assert g.op("layer_16.depthwise").attrs["dilation"] == 2
+    assert matmul_macs("deeplabv3plus_mobilenet_v2") == pytest.approx(5.277e9, rel=1e-3)
+    assert unsupported_ops(g) == []
+    with pytest.raises(ShapeError, match="multiple of its output stride"):
+        build_model("deeplabv3plus_mobilenet_v2", image_size=500)
+
+
 def test_knobs_and_names() -> None:
     new = {"mobilenet_edgetpu", "mobilenet_v4_conv_small", "mobilenet_v4_conv_medium",
-           "mobilebert"}
+           "mobilebert", "edsr_f32b5", "deeplabv3plus_mobilenet_v2"}
     assert new <= set(model_names())
     assert model_knobs("mobilenet_edgetpu")["image_size"] == 224
     assert model_knobs("mobilenet_v4_conv_medium")["image_size"] == 256
     assert model_knobs("mobilebert")["seq_len"] == 384
+    assert model_knobs("edsr_f32b5") == {"height": 540, "width": 960}
+    assert model_knobs("deeplabv3plus_mobilenet_v2")["image_size"] == 512
     assert build_model("mobilenet_edgetpu").shapes["logits"] == (1001,)
     e = build_model("mobilenet_edgetpu")
     assert e.op("stack_1.block_0.fused").param_shapes["weight"] == (128, 16, 3, 3)
@@ -111,7 +157,7 @@ def test_knobs_and_names() -> None:
 
 
 @pytest.mark.parametrize("name", ["mobilenet_edgetpu", "mobilenet_v4_conv_small",
-                                  "mobilebert"])
+                                  "mobilebert", "edsr_f32b5", "deeplabv3plus_mobilenet_v2"])
 def test_simulate_on_edge_tpu(capsys: pytest.CaptureFixture[str], name: str) -> None:
     code, out, err = run_cli(capsys, "simulate", name, "--hw", "edge-tpu", "--precision",
                              "int8", "--json")
