@@ -33,6 +33,12 @@ PUBLISHED = {
     # timm's model card (huggingface.co/timm/mobilenetv4_conv_medium.e500_r256_in1k): 9.7 M
     # params, 1.1 GMACs at 256x256. Counted: 9,715,512 params (0.2%), 1.080 G MACs (1.8%).
     "mobilenet_v4_conv_medium": (9.7e6, 0.01, 1.1e9, 0.02),
+    # tensorflow/models research/object_detection/samples/configs/
+    # ssdlite_mobiledet_edgetpu_320x320_coco_sync_4x4.config, header: "1.53B MulAdds, 4.20M
+    # Parameters". Counted: 1.5327 G MACs (0.2%); 4,137,006 params (batchnorm gamma and beta
+    # included), 1.5% below: not reconciled (the comment does not say what it counts; the
+    # moving means and variances would add 24,776, still 0.9% short).
+    "ssdlite_mobiledet_edgetpu": (4.20e6, 0.02, 1.53e9, 0.01),
 }
 
 
@@ -54,6 +60,17 @@ def test_exact_counts() -> None:
     assert build_model("mobilenet_edgetpu").params == 4_092_713
     assert build_model("mobilenet_v4_conv_small").params == 3_774_024
     assert build_model("mobilenet_v4_conv_medium").params == 9_715_512
+    assert build_model("ssdlite_mobiledet_edgetpu").params == 4_137_006
+
+
+def test_mobiledet_outputs() -> None:
+    # 20x20x3 + (10x10 + 5x5 + 3x3 + 2x2 + 1x1) x 6 = 2,034 anchors at 320x320, each with 4
+    # box codes and 90 class logits (background encoded as zeros).
+    g = build_model("ssdlite_mobiledet_edgetpu")
+    assert [g.shapes[o] for o in g.outputs] == [(2034, 4), (2034, 90)]
+    assert g.op("block_16.add").output_shape == (96, 20, 20)  # C4
+    assert g.op("block_21.project").output_shape == (384, 10, 10)  # C5
+    assert g.op("block_0.input_rank").param_shapes["weight"] == (8, 32, 1, 1)  # Tucker
 
 
 def mobilebert_params_closed_form() -> int:
@@ -139,7 +156,8 @@ def test_deeplab_params_and_macs() -> None:
 
 def test_knobs_and_names() -> None:
     new = {"mobilenet_edgetpu", "mobilenet_v4_conv_small", "mobilenet_v4_conv_medium",
-           "mobilebert", "edsr_f32b5", "deeplabv3plus_mobilenet_v2"}
+           "mobilebert", "edsr_f32b5", "deeplabv3plus_mobilenet_v2",
+           "ssdlite_mobiledet_edgetpu"}
     assert new <= set(model_names())
     assert model_knobs("mobilenet_edgetpu")["image_size"] == 224
     assert model_knobs("mobilenet_v4_conv_medium")["image_size"] == 256
@@ -157,7 +175,8 @@ def test_knobs_and_names() -> None:
 
 
 @pytest.mark.parametrize("name", ["mobilenet_edgetpu", "mobilenet_v4_conv_small",
-                                  "mobilebert", "edsr_f32b5", "deeplabv3plus_mobilenet_v2"])
+                                  "mobilebert", "edsr_f32b5", "deeplabv3plus_mobilenet_v2",
+                                  "ssdlite_mobiledet_edgetpu"])
 def test_simulate_on_edge_tpu(capsys: pytest.CaptureFixture[str], name: str) -> None:
     code, out, err = run_cli(capsys, "simulate", name, "--hw", "edge-tpu", "--precision",
                              "int8", "--json")
