@@ -139,9 +139,8 @@ def deeplab_params_closed_form() -> int:
 
 
 def test_deeplab_params_and_macs() -> None:
-    # No parameter or MAC figure is published for this model (TF DeepLab's model zoo gives
-    # mIoU and file size): the count is checked against its layer list, and MACs lie between
-    # the encoder's and encoder + heads' at 512x512 (5.28 G counted).
+    # No parameter or MAC figure is published for the ADE20K DeepLabv3+ model (TF DeepLab's
+    # model zoo gives mIoU and file size): its count is checked against its layer list.
     g = build_model("deeplabv3plus_mobilenet_v2")
     assert g.params == deeplab_params_closed_form() == 2_273_936
     assert g.shapes[g.outputs[0]] == (32, 512, 512)
@@ -150,8 +149,21 @@ def test_deeplab_params_and_macs() -> None:
     assert g.op("layer_16.depthwise").attrs["dilation"] == 2
     assert matmul_macs("deeplabv3plus_mobilenet_v2") == pytest.approx(5.277e9, rel=1e-3)
     assert unsupported_ops(g) == []
-    with pytest.raises(ShapeError, match="multiple of its output stride"):
-        build_model("deeplabv3plus_mobilenet_v2", image_size=500)
+
+
+def test_deeplabv3_form_matches_published() -> None:
+    # The same encoder and ASPP without the decoder, 21 classes at 513x513, is TF DeepLab's
+    # PASCAL VOC model: research/deeplab/g3doc/model_zoo.md, mobilenetv2_coco_voc_trainaug,
+    # eval OS 16: 2.75B multiply-adds (counted 2.741 G, 0.3% below); Sandler et al. 2018,
+    # arXiv:1801.04381, Table 7 (MNet V2*, OS 16): 2.11 M params (counted 2,113,557).
+    knobs = {"decoder": False, "classes": 21, "image_size": 513}
+    g = build_model("deeplabv3plus_mobilenet_v2", **knobs)
+    assert g.params == pytest.approx(2.11e6, abs=5_000)  # half the last published digit
+    assert matmul_macs("deeplabv3plus_mobilenet_v2", **knobs) == pytest.approx(2.75e9, rel=0.01)
+    assert g.shapes[g.outputs[0]] == (21, 513, 513)  # 33x33 logits resized and cropped
+    assert unsupported_ops(g) == []
+    with pytest.raises(ShapeError, match="below its output stride"):
+        build_model("deeplabv3plus_mobilenet_v2", image_size=8)
 
 
 def test_knobs_and_names() -> None:

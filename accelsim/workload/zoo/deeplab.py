@@ -18,8 +18,12 @@ output stride 4):
   depthwise and 1x1 to 256, each with batchnorm and ReLU);
 - logits: a 1x1 conv with bias to 32 classes at stride 4, resized to the input.
 
-No parameter or multiply-add figure is published for this model (the model zoo gives mIoU
-and file size only); tests/validation/test_zoo_phone.py counts it again in closed form.
+No parameter or multiply-add figure is published for this model (the ADE20K model zoo gives
+mIoU and file size only). Its DeepLabv3 form (`decoder=False`, 21 PASCAL VOC classes,
+513x513) is published: 2.75B multiply-adds at eval output stride 16 (research/deeplab
+g3doc/model_zoo.md, mobilenetv2_coco_voc_trainaug) and 2.11 M params (Sandler et al. 2018,
+arXiv:1801.04381, Table 7, MNet V2*); tests/validation/test_zoo_phone.py checks both and
+counts the DeepLabv3+ form again in closed form.
 """
 
 from __future__ import annotations
@@ -77,33 +81,46 @@ def _separable(g: GraphBuilder, x: str, out: int, name: str) -> str:
         return conv_bn(g, y, out, 1, name="pointwise")
 
 
+def resize(g: GraphBuilder, x: str, size: int, name: str) -> str:
+    """Resize a (C, h, w) map to (C, size, size): upsample by ceil(size / h), then crop.
+    NB: DeepLab resizes bilinearly; nearest-neighbour upsampling and a crop move the same
+    bytes (the few interpolation FLOPs per output element are not counted)."""
+    side = g.shape(x)[1]
+    factor = -(-size // side)
+    y = g.upsample(x, scale_factor=factor, name=name) if factor > 1 else x
+    if side * factor != size:
+        y = g.slice(y, axes=(1, 2), starts=(0, 0), ends=(size, size), name=f"{name}.crop")
+    return y
+
+
 @model("deeplabv3plus_mobilenet_v2")
-def deeplabv3plus_mobilenet_v2(image_size: int = 512, classes: int = 32) -> Graph:
-    if image_size < _OUTPUT_STRIDE or image_size % _OUTPUT_STRIDE:
-        raise ShapeError(f"deeplabv3plus_mobilenet_v2: image_size {image_size} must be a "
-                         f"multiple of its output stride {_OUTPUT_STRIDE}")
+def deeplabv3plus_mobilenet_v2(image_size: int = 512, classes: int = 32,
+                               decoder: bool = True) -> Graph:
+    """`decoder=False` is DeepLabv3 (no decoder: logits at output stride 16), the layout of
+    TF DeepLab's PASCAL VOC MobileNetV2 checkpoints."""
+    if image_size < _OUTPUT_STRIDE:
+        raise ShapeError(f"deeplabv3plus_mobilenet_v2: image_size {image_size} is below its "
+                         f"output stride {_OUTPUT_STRIDE}")
     g = GraphBuilder("deeplabv3plus_mobilenet_v2", family="deeplab")
     x = g.input("image", (3, image_size, image_size))
     feats, low = _encoder(g, x)
-    side = image_size // _OUTPUT_STRIDE
     with g.scope("aspp"):
         p = g.global_avgpool(feats, name="image_pooling.avgpool")
         p = g.reshape(p, shape=(g.shape(feats)[0], 1, 1), name="image_pooling.view")
         p = conv_bn(g, p, _ASPP, 1, name="image_pooling.conv")
-        # NB: DeepLab resizes bilinearly; nearest-neighbour upsampling moves the same bytes
-        # (the few interpolation FLOPs per output element are not counted).
-        p = g.upsample(p, scale_factor=side, name="image_pooling.resize")
+        p = resize(g, p, g.shape(feats)[1], "image_pooling.resize")
         a = conv_bn(g, feats, _ASPP, 1, name="aspp0")
         y = conv_bn(g, g.concat(p, a, axis=0, name="concat"), _ASPP, 1,
                     name="concat_projection")
-    with g.scope("decoder"):
-        low = conv_bn(g, low, _LOW, 1, name="feature_projection0")
-        y = g.upsample(y, scale_factor=_OUTPUT_STRIDE // _DECODER_STRIDE, name="resize")
-        y = g.concat(y, low, axis=0, name="concat")
-        y = _separable(g, y, _DECODER, "decoder_conv0")
-        y = _separable(g, y, _DECODER, "decoder_conv1")
+    if decoder:
+        with g.scope("decoder"):
+            low = conv_bn(g, low, _LOW, 1, name="feature_projection0")
+            y = resize(g, y, g.shape(low)[1], "resize")
+            y = g.concat(y, low, axis=0, name="concat")
+            y = _separable(g, y, _DECODER, "decoder_conv0")
+            y = _separable(g, y, _DECODER, "decoder_conv1")
     y = g.conv2d(y, out_channels=classes, kernel=1, name="logits")
-    y = g.upsample(y, scale_factor=_DECODER_STRIDE, name="resize_logits")
+    y = resize(g, y, image_size, "resize_logits")
     # NB: the argmax over classes that ends the TFLite graph is left out (no such op here;
     # one compare per logit).
     return g.build(outputs=(y,))
