@@ -37,7 +37,8 @@ FULL_IMAGE = ("vgg16", "vgg19", "inception_v3", "inception_v4", "ssd_mobilenet_v
               "ssdlite_mobiledet_edgetpu")
 # Deeper copies of a family already in the grid (same op kinds and block shapes): left out to
 # keep the grid a few seconds per profile.
-DEEPER_COPIES = ("resnet101", "resnet152", "vgg19", "inception_v4", "mobilenet_v4_conv_medium")
+DEEPER_COPIES = ("resnet101", "resnet152", "vgg19", "inception_v4", "mobilenet_v4_conv_medium",
+                 "mobilenet_v4_conv_large")
 
 
 def small_graph(name: str):  # noqa: ANN201 - a Graph

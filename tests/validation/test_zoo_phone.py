@@ -33,6 +33,10 @@ PUBLISHED = {
     # timm's model card (huggingface.co/timm/mobilenetv4_conv_medium.e500_r256_in1k): 9.7 M
     # params, 1.1 GMACs at 256x256. Counted: 9,715,512 params (0.2%), 1.080 G MACs (1.8%).
     "mobilenet_v4_conv_medium": (9.7e6, 0.01, 1.1e9, 0.02),
+    # timm's model card (huggingface.co/timm/mobilenetv4_conv_large.e600_r384_in1k): 32.59 M
+    # params (its results table), 6.4 GMACs at 384x384. Counted: 32,590,864 params, 6.376 G
+    # MACs (0.4%). MLPerf Mobile's classification model from v4.0 on.
+    "mobilenet_v4_conv_large": (32.59e6, 0.001, 6.4e9, 0.01),
     # tensorflow/models research/object_detection/samples/configs/
     # ssdlite_mobiledet_edgetpu_320x320_coco_sync_4x4.config, header: "1.53B MulAdds, 4.20M
     # Parameters". Counted: 1.5327 G MACs (0.2%); 4,137,006 params (batchnorm gamma and beta
@@ -60,6 +64,7 @@ def test_exact_counts() -> None:
     assert build_model("mobilenet_edgetpu").params == 4_092_713
     assert build_model("mobilenet_v4_conv_small").params == 3_774_024
     assert build_model("mobilenet_v4_conv_medium").params == 9_715_512
+    assert build_model("mobilenet_v4_conv_large").params == 32_590_864
     assert build_model("ssdlite_mobiledet_edgetpu").params == 4_137_006
 
 
@@ -168,11 +173,13 @@ def test_deeplabv3_form_matches_published() -> None:
 
 def test_knobs_and_names() -> None:
     new = {"mobilenet_edgetpu", "mobilenet_v4_conv_small", "mobilenet_v4_conv_medium",
+           "mobilenet_v4_conv_large",
            "mobilebert", "edsr_f32b5", "deeplabv3plus_mobilenet_v2",
            "ssdlite_mobiledet_edgetpu"}
     assert new <= set(model_names())
     assert model_knobs("mobilenet_edgetpu")["image_size"] == 224
     assert model_knobs("mobilenet_v4_conv_medium")["image_size"] == 256
+    assert model_knobs("mobilenet_v4_conv_large")["image_size"] == 384
     assert model_knobs("mobilebert")["seq_len"] == 384
     assert model_knobs("edsr_f32b5") == {"height": 540, "width": 960}
     assert model_knobs("deeplabv3plus_mobilenet_v2")["image_size"] == 512
@@ -187,8 +194,8 @@ def test_knobs_and_names() -> None:
 
 
 @pytest.mark.parametrize("name", ["mobilenet_edgetpu", "mobilenet_v4_conv_small",
-                                  "mobilebert", "edsr_f32b5", "deeplabv3plus_mobilenet_v2",
-                                  "ssdlite_mobiledet_edgetpu"])
+                                  "mobilenet_v4_conv_large", "mobilebert", "edsr_f32b5",
+                                  "deeplabv3plus_mobilenet_v2", "ssdlite_mobiledet_edgetpu"])
 def test_simulate_on_edge_tpu(capsys: pytest.CaptureFixture[str], name: str) -> None:
     code, out, err = run_cli(capsys, "simulate", name, "--hw", "edge-tpu", "--precision",
                              "int8", "--json")

@@ -1,7 +1,9 @@
-"""MobileNetV4 Conv-Small and Conv-Medium (Qin et al. 2024, "MobileNetV4 - Universal Models
-for the Mobile Ecosystem", arXiv:2404.10518, Tables 11 and 12), in the layout of the TF model
-garden's `official/vision/modeling/backbones/mobilenet.py` (`MNV4ConvSmall_BLOCK_SPECS`,
-`_mnv4_conv_medium_block_specs`; timm's `mobilenetv4_conv_small` / `_medium` are the same).
+"""MobileNetV4 Conv-Small, Conv-Medium and Conv-Large (Qin et al. 2024, "MobileNetV4 -
+Universal Models for the Mobile Ecosystem", arXiv:2404.10518, its architecture tables), in
+the layout of the TF model garden's `official/vision/modeling/backbones/mobilenet.py`
+(`MNV4ConvSmall_BLOCK_SPECS`, `_mnv4_conv_medium_block_specs`, `MNV4ConvLarge_BLOCK_SPECS`;
+timm's `mobilenetv4_conv_*` are the same). Conv-Large is MLPerf Mobile's image-classification
+model from v4.0 on (github.com/mlcommons/mobile_open `vision/mobilenetV4/README.md`).
 
 Blocks, batchnorm (eps 1e-3) and ReLU after every conv but the linear ones:
 
@@ -17,10 +19,12 @@ Blocks, batchnorm (eps 1e-3) and ReLU after every conv but the linear ones:
 - head: 1x1 conv to 960, global average pool, 1x1 conv (batchnorm, ReLU) to 1280, and a
   linear classifier to 1000 classes.
 
-Published: Conv-S 3.8 M params and 0.2 G MACs at 224x224 (the paper, Table 5, and timm's model
-card `timm/mobilenetv4_conv_small.e2400_r224_in1k` on huggingface.co); Conv-M 9.7 M params and
-1.1 G MACs at 256x256, its training size and the default here (timm's model card
-`timm/mobilenetv4_conv_medium.e500_r256_in1k`).
+Published: Conv-S 3.8 M params and 0.2 G MACs at 224x224 (the paper's ImageNet results, and
+timm's model card `timm/mobilenetv4_conv_small.e2400_r224_in1k` on huggingface.co); Conv-M
+9.7 M params and 1.1 G MACs at 256x256, its training size and the default here (the card
+`timm/mobilenetv4_conv_medium.e500_r256_in1k`); Conv-L 32.59 M params (the results table of
+the card `timm/mobilenetv4_conv_large.e600_r384_in1k`) and 6.4 G MACs at 384x384, its
+training size and the default here (that card).
 """
 
 from __future__ import annotations
@@ -54,6 +58,15 @@ CONV_MEDIUM: tuple[Row, ...] = (
     ("uib", 3, 5, 1, 256, 4.0), ("uib", 0, 0, 1, 256, 4.0), ("uib", 3, 0, 1, 256, 4.0),
     ("uib", 3, 5, 1, 256, 2.0), ("uib", 5, 5, 1, 256, 4.0), ("uib", 0, 0, 1, 256, 4.0),
     ("uib", 0, 0, 1, 256, 4.0), ("uib", 5, 0, 1, 256, 2.0),
+)
+CONV_LARGE: tuple[Row, ...] = (
+    ("convbn", 3, 2, 24), ("fused_ib", 3, 2, 48),
+    ("uib", 3, 5, 2, 96, 4.0), ("uib", 3, 3, 1, 96, 4.0),
+    ("uib", 3, 5, 2, 192, 4.0), *(("uib", 3, 3, 1, 192, 4.0),) * 3, ("uib", 3, 5, 1, 192, 4.0),
+    *(("uib", 5, 3, 1, 192, 4.0),) * 5, ("uib", 3, 0, 1, 192, 4.0),
+    ("uib", 5, 5, 2, 512, 4.0), *(("uib", 5, 5, 1, 512, 4.0),) * 3, ("uib", 5, 0, 1, 512, 4.0),
+    ("uib", 5, 3, 1, 512, 4.0), *(("uib", 5, 0, 1, 512, 4.0),) * 2, ("uib", 5, 3, 1, 512, 4.0),
+    ("uib", 5, 5, 1, 512, 4.0), *(("uib", 5, 0, 1, 512, 4.0),) * 3,
 )
 
 
@@ -111,3 +124,8 @@ def mobilenet_v4_conv_small(image_size: int = 224, classes: int = 1000) -> Graph
 @model("mobilenet_v4_conv_medium")
 def mobilenet_v4_conv_medium(image_size: int = 256, classes: int = 1000) -> Graph:
     return _mnv4("mobilenet_v4_conv_medium", CONV_MEDIUM, image_size, classes)
+
+
+@model("mobilenet_v4_conv_large")
+def mobilenet_v4_conv_large(image_size: int = 384, classes: int = 1000) -> Graph:
+    return _mnv4("mobilenet_v4_conv_large", CONV_LARGE, image_size, classes)
