@@ -21,9 +21,10 @@ from tests.validation.test_zoo_cnn import matmul_macs
 # source and the reason for each tolerance in the comments.
 PUBLISHED = {
     # tensorflow/models research/slim/nets/mobilenet/README.md, "Edge TPU checkpoints",
-    # MobilenetEdgeTPU dm=1: 990 M MACs, 4.0 M params at 224x224. Counted here: 4,092,713
-    # params (2.3% above: the README gives two digits, and 4.09 M also has 1001 classes and
-    # batchnorm's gamma and beta), 990.67 M MACs (0.07%).
+    # MobilenetEdgeTPU dm=1: 990 M MACs, 4.0 M params at 224x224. Counted here: 990.67 M MACs
+    # (0.07%: the layer list is right) and 4,092,713 params, 2.3% above a figure given to two
+    # digits (batchnorm folded into biases: 4.07 M; without batchnorm: 4.05 M; the README's
+    # "4.0" reads as truncated, not rounded).
     "mobilenet_edgetpu": (4.0e6, 0.03, 990e6, 0.01),
     # Qin et al. 2024, arXiv:2404.10518, and timm's model card
     # (huggingface.co/timm/mobilenetv4_conv_small.e2400_r224_in1k): 3.8 M params, 0.2 G MACs
