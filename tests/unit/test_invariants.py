@@ -31,11 +31,14 @@ SMALL = {"image_size": 64, "seq_len": 64, "volume_size": 32}
 BATCHES = (1, 4)
 FRAMEWORK_CLASSES = ("gpu", "cpu")  # the classes whose cost depends on `software`
 # Models whose shape rules need more than 64 pixels: VGG's 7x7 classifier input, Inception
-# v3 and v4's unpadded stride-2 convs, SSD's four extra stride-2 layers after stride 32.
-FULL_IMAGE = ("vgg16", "vgg19", "inception_v3", "inception_v4", "ssd_mobilenet_v2")
+# v3 and v4's unpadded stride-2 convs, SSD's (and MobileDet's) four extra stride-2 layers
+# after stride 32.
+FULL_IMAGE = ("vgg16", "vgg19", "inception_v3", "inception_v4", "ssd_mobilenet_v2",
+              "ssdlite_mobiledet_edgetpu")
 # Deeper copies of a family already in the grid (same op kinds and block shapes): left out to
 # keep the grid a few seconds per profile.
-DEEPER_COPIES = ("resnet101", "resnet152", "vgg19", "inception_v4")
+DEEPER_COPIES = ("resnet101", "resnet152", "vgg19", "inception_v4", "mobilenet_v4_conv_medium",
+                 "mobilenet_v4_conv_large")
 
 
 def small_graph(name: str):  # noqa: ANN201 - a Graph

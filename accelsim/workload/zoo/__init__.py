@@ -18,7 +18,8 @@ from accelsim.workload.graph import Graph
 ModelFn = Callable[..., Graph]
 MODELS: dict[str, ModelFn] = {}
 _FAMILIES = ("resnet", "mobilenet", "vgg", "inception", "transformer", "llama", "unet3d",
-             "small", "squeezenet", "densenet", "efficientnet", "ssd", "yolo")
+             "small", "squeezenet", "densenet", "efficientnet", "ssd", "yolo",
+             "mobilenet_edgetpu", "mobilenet_v4", "mobilebert", "edsr", "deeplab", "mobiledet")
 
 
 def model(name: str) -> Callable[[ModelFn], ModelFn]:

@@ -54,13 +54,13 @@ def _backbone(g: GraphBuilder, x: str) -> list[str]:
     return [*taps, x]
 
 
-def _extra(g: GraphBuilder, x: str, depth: int) -> str:
+def ssdlite_extra(g: GraphBuilder, x: str, depth: int) -> str:
     y = conv_bn(g, x, depth // 2, 1, name="conv1x1", act="relu6", eps=_EPS)
     y = conv_bn(g, y, depth // 2, 3, 2, groups=depth // 2, name="dw", act="relu6", eps=_EPS)
     return conv_bn(g, y, depth, 1, name="pw", act="relu6", eps=_EPS)
 
 
-def _predict(g: GraphBuilder, x: str, outputs: int, width: int, name: str) -> str:
+def ssdlite_predict(g: GraphBuilder, x: str, outputs: int, width: int, name: str) -> str:
     """Depthwise 3x3 (batchnorm, ReLU6), 1x1 conv with bias; flattened to (H*W*anchors,
     `width`) in TF's anchor order (position-major)."""
     c = g.shape(x)[0]
@@ -81,13 +81,13 @@ def ssd_mobilenet_v2(image_size: int = 300, classes: int = 90) -> Graph:
     maps = _backbone(g, x)
     for j, depth in enumerate(_EXTRA_DEPTHS, start=2):
         with g.scope(f"layer_19_{j}"):
-            maps.append(_extra(g, maps[-1], depth))
+            maps.append(ssdlite_extra(g, maps[-1], depth))
     boxes, scores = [], []
     for j, (fmap, anchors) in enumerate(zip(maps, _ANCHORS, strict=True)):
         with g.scope(f"BoxPredictor_{j}"):
-            boxes.append(_predict(g, fmap, anchors * _BOX_CODE, _BOX_CODE,
+            boxes.append(ssdlite_predict(g, fmap, anchors * _BOX_CODE, _BOX_CODE,
                                   "BoxEncodingPredictor"))
-            scores.append(_predict(g, fmap, anchors * (classes + 1), classes + 1,
+            scores.append(ssdlite_predict(g, fmap, anchors * (classes + 1), classes + 1,
                                    "ClassPredictor"))
     box = g.concat(*boxes, axis=0, name="box_encodings")
     cls = g.concat(*scores, axis=0, name="class_predictions_with_background")
