@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelsim.profiles.dlio import DlioConfig
-
 GIB = 2**30
 MIB = 2**20
 
 
-def dlio_summary(cfg: DlioConfig, record: dict[str, Any], system: Any) -> dict[str, Any]:
-    """summary.json's keys for `record` (`mlperf_storage.emulate`) of `cfg` on `system`."""
+def dlio_summary(cfg: Any, record: dict[str, Any], system: Any) -> dict[str, Any]:
+    """summary.json's keys for `record` (`mlperf_storage.emulate`) of `cfg` (a
+    `profiles.dlio.DlioConfig`, a floor above: not imported) on `system`."""
     au_pct = 100.0 * record["accelerator_utilization"]
     tput = record["samples_per_s"]
     data_gib = cfg.dataset.sample_count * cfg.record_length_bytes / GIB

@@ -62,8 +62,8 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
     if w["mode"] == "serve" and fits and head.serving is not None:
         sv = head.serving
         lines.append(
-            f"  serving      p50 {sv.latency_p50_s * 1e3:.2f} ms, p95 "
-            f"{sv.latency_p95_s * 1e3:.2f} ms, p99 {sv.latency_p99_s * 1e3:.2f} ms; mean "
+            f"  serving      p50 {duration_text(sv.latency_p50_s, 2)}, p95 "
+            f"{duration_text(sv.latency_p95_s, 2)}, p99 {duration_text(sv.latency_p99_s, 2)}; mean "
             f"batch {r['batch_size_mean']:.1f}; {r['devices']} device(s)"
             + ("" if sv.offered_load is None else f"; offered load {sv.offered_load:.2f}"))
     if r.get("execution"):
@@ -92,7 +92,7 @@ def _headline_lines(r: dict[str, Any], head: Headline) -> list[str]:
     tput, power, per_j = fig.throughput_samples_per_s, fig.average_power_w, fig.samples_per_j
     lines = [
         f"  throughput   {tput:,.1f} samples/s",
-        f"  latency      {fig.latency_s * 1e3:.3f} ms {_UNIT[r['workload']['mode']]}",
+        f"  latency      {duration_text(fig.latency_s)} {_UNIT[r['workload']['mode']]}",
     ]
     if fig.energy_j_per_sample is None:  # not modelled (LLM serving)
         return lines
@@ -120,8 +120,8 @@ def _llm_lines(r: dict[str, Any], head: Headline) -> list[str]:
         return []
     mfu = "n/a" if t.mfu is None else f"{t.mfu:.1%}"
     if t.ttft_s is not None:
-        tpot = "n/a" if t.tpot_s is None else f"{t.tpot_s * 1e3:.2f} ms"
-        return [f"  tokens       TTFT {t.ttft_s * 1e3:.1f} ms, TPOT {tpot}, "
+        tpot = "n/a" if t.tpot_s is None else duration_text(t.tpot_s, 2)
+        return [f"  tokens       TTFT {duration_text(t.ttft_s, 1)}, TPOT {tpot}, "
                 f"{t.tokens_per_s:,.0f} output tokens/s, MFU {mfu}; KV cache "
                 f"{fmt_si(t.kv_cache_bytes)}B; tp {r['tp']} x pp {r['pp']}"]
     if r.get("zero") is not None and r.get("step_time_s") is not None:  # decoder training
@@ -132,9 +132,9 @@ def _llm_lines(r: dict[str, Any], head: Headline) -> list[str]:
                 + f" x dp {r['dp']}, ZeRO {r['zero']}"
                 + (", recompute" if r["recompute"] else "")] + _checkpoint_lines(r)
     if t.ttft_p50_s is not None:
-        return [f"  tokens       TTFT p50 {t.ttft_p50_s * 1e3:.1f} ms, p99 "
-                f"{t.ttft_p99_s * 1e3:.1f} ms; TPOT p50 {t.tpot_p50_s * 1e3:.2f} ms, p99 "
-                f"{t.tpot_p99_s * 1e3:.2f} ms; {t.tokens_per_s:,.0f} tokens/s; goodput "
+        return [f"  tokens       TTFT p50 {duration_text(t.ttft_p50_s, 1)}, p99 "
+                f"{duration_text(t.ttft_p99_s, 1)}; TPOT p50 {duration_text(t.tpot_p50_s, 2)}, "
+                f"p99 {duration_text(t.tpot_p99_s, 2)}; {t.tokens_per_s:,.0f} tokens/s; goodput "
                 f"{t.goodput_requests_per_s:.2f} req/s; {r['batching']} batching, "
                 f"tp {r['tp']} x pp {r['pp']}"]
     return []
@@ -253,6 +253,17 @@ def render(r: dict[str, Any], layers: int | None = 10) -> str:
     if layers != 0 and Headline.of(r).memory.fits:
         lines += layer_lines(r, layers)
     return "\n".join(lines)
+
+
+def duration_text(seconds: float, ms_digits: int = 3) -> str:
+    """A duration in the unit its magnitude reads best in (issue 23): ms below a second (at
+    `ms_digits` decimals, as before), then s, min or h with 3 significant digits or more."""
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.{ms_digits}f} ms"
+    for unit, scale in (("h", 3600.0), ("min", 60.0)):
+        if seconds >= scale:
+            return f"{seconds / scale:,.2f} {unit}"
+    return f"{seconds:.3f} s"
 
 
 def fmt_si(x: float) -> str:

@@ -120,3 +120,15 @@ def test_place_keeps_the_layout() -> None:
     assert [record[k] for k in SPLIT_KEYS] == [1.0, 11.0, 0.25, 2.75]
     assert Figures(2.0, 0.5, 3.0, 12.0, "compute", None).samples_per_j == pytest.approx(2 / 12)
     assert Figures(None, None, None, None, "memory capacity", None).samples_per_j is None
+
+
+def test_durations_read_in_the_unit_of_their_magnitude():
+    """Issue 23: '14821.993 ms' reads as '14.822 s', an overloaded server's TTFT in minutes or
+    hours; below a second, milliseconds at the caller's decimals as before."""
+    from accelsim.results.render import duration_text
+
+    assert duration_text(0.0541) == "54.100 ms"
+    assert duration_text(0.0049, 1) == "4.9 ms"
+    assert duration_text(14.821993) == "14.822 s"
+    assert duration_text(3476.1025) == "57.94 min"
+    assert duration_text(7200.0) == "2.00 h"
