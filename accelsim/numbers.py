@@ -23,10 +23,19 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re
 MAX_NUMBER_CHARS = 40
 
 
-def shown(text: object) -> str:
-    """`text` as an error message quotes it: at most 40 characters, then an ellipsis."""
-    s = str(text)
-    return repr(s if len(s) <= MAX_NUMBER_CHARS else s[:MAX_NUMBER_CHARS] + "...")
+def shown(value: object) -> str:
+    """`value` as an error message quotes it (its repr): at most 40 characters of it, then an
+    ellipsis, so that a 5,000-digit value is not echoed whole."""
+    if isinstance(value, str):
+        cut = value if len(value) <= MAX_NUMBER_CHARS else value[:MAX_NUMBER_CHARS] + "..."
+        return repr(cut)
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more digits than Python converts (4,300)
+        if isinstance(value, int):
+            return f"<a number of about {value.bit_length() * 0.30103:,.0f} digits>"
+        return f"<a {type(value).__name__}>"
+    return text if len(text) <= MAX_NUMBER_CHARS else text[:MAX_NUMBER_CHARS] + "..."
 
 
 def is_int_text(text: str) -> bool:

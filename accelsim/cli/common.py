@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 import pandas as pd
 
 from accelsim.formats import ALIASES, FORMATS
+from accelsim.results.jsontext import json_text
 from accelsim.workload.scenario import Scenario, resolve_workload
 
 PRECISIONS = click.Choice(sorted(FORMATS) + list(ALIASES), case_sensitive=False)
@@ -42,16 +42,9 @@ def resolve(workload: str, batch: int | None, precision: str | None, seq_len: in
                                                      mode=mode, input=knobs)
 
 
-def echo_json(obj: dict[str, Any]) -> None:
-    click.echo(json.dumps(obj, indent=2, default=_json_default))
-
-
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "item"):  # numpy scalars
-        return o.item()
-    if isinstance(o, tuple):
-        return list(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+def echo_json(obj: Any) -> None:
+    """Print `obj` as JSON: never NaN or Infinity (`accelsim.results.jsontext`)."""
+    click.echo(json_text(obj))
 
 
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:

@@ -191,7 +191,8 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
                      f"{', '.join(unsupported)}")
     step_time_s = float(layers["time_s"].sum())
     if not step_time_s > 0:  # a graph of reshapes and aliases only: no rate to divide by
-        raise AccelsimError(f"{graph.name}: every costed op takes 0 s on {profile.name} (the "
+        source = graph.meta.get("source_file") or graph.name
+        raise AccelsimError(f"{source}: every costed op takes 0 s on {profile.name} (the "
                             "graph does no arithmetic and moves no data), so it has no "
                             "throughput to report")
     return DeviceEstimate(

@@ -12,10 +12,12 @@ mode it does not apply to is an error naming it, never silently dropped.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from accelsim.errors import AccelsimError
+from accelsim.numbers import is_float_text, is_int_text, shown
 from accelsim.physical import (
     MAX_BATCH,
     MAX_DEVICES,
@@ -203,21 +205,24 @@ def knob_names(model: str | None = None) -> list[str]:
 
 def _convert(name: str, kind: type, value: Any) -> Any:
     """`value` as `kind`; strings are parsed (command line, sweep grids)."""
+    if kind is str and isinstance(value, os.PathLike):  # a file knob given as a Path
+        value = os.fspath(value)
     if isinstance(value, str) and kind is not str:
+        # NB: the one number rule (`accelsim.numbers`): ASCII digits, no '_', e notation for
+        # float knobs only.
         text = value.strip().lower()
-        try:
-            if kind is bool:
-                if text not in _TRUE + _FALSE:
-                    raise ValueError
-                return text in _TRUE
-            return kind(float(text)) if kind is int and "e" in text else kind(text)
-        except (ValueError, OverflowError):
-            raise AccelsimError(f"knob '{name}': {value!r} is not {_KIND_WORD[kind]}") from None
+        if kind is bool and text in _TRUE + _FALSE:
+            return text in _TRUE
+        if kind is int and is_int_text(text):
+            return int(text)
+        if kind is float and is_float_text(text):
+            return float(text)
+        raise AccelsimError(f"knob '{name}': {shown(value)} is not {_KIND_WORD[kind]}")
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
     if not ok:
-        raise AccelsimError(f"knob '{name}': {value!r} is not {_KIND_WORD[kind]}")
+        raise AccelsimError(f"knob '{name}': {shown(value)} is not {_KIND_WORD[kind]}")
     return value
 
 
@@ -227,11 +232,11 @@ _KIND_WORD = {int: "a whole number", float: "a number", bool: "true or false", s
 def _in_range(name: str, value: Any, low: float | None, high: float | None) -> Any:
     """`value` when it is finite and within [low, high]; else an error naming the knob."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise AccelsimError(f"knob '{name}' = {value!r}: must be a finite number")
+        raise AccelsimError(f"knob '{name}' = {shown(value)}: must be a finite number")
     if low is not None and value < low:
-        raise AccelsimError(f"knob '{name}' = {value!r}: must be at least {low:,}")
+        raise AccelsimError(f"knob '{name}' = {shown(value)}: must be at least {low:,}")
     if high is not None and value > high:
-        raise AccelsimError(f"knob '{name}' = {value!r}: must be at most {high:,}")
+        raise AccelsimError(f"knob '{name}' = {shown(value)}: must be at most {high:,}")
     return value
 
 

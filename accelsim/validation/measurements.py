@@ -33,6 +33,7 @@ from pathlib import Path
 
 from accelsim.calibrate.stack_fit import Row
 from accelsim.errors import AccelsimError, DataFileError
+from accelsim.numbers import is_float_text, is_int_text, shown
 from accelsim.physical import MAX_BATCH, MAX_STEPS, input_ceiling
 from accelsim.profiles.software import DEFAULT
 from accelsim.tomlfiles import read_text_file
@@ -53,10 +54,9 @@ def _whole(text: str, column: str, high: int, default: int | None = None,
         if required:
             raise ValueError(f"{column} is empty: a whole number >= 1 is needed")
         return default
-    try:
-        n = int(text)
-    except ValueError:
-        raise ValueError(f"{column} {text!r} is not a whole number") from None
+    if not is_int_text(text):
+        raise ValueError(f"{column} {shown(text)} is not a whole number (ASCII digits, no '_')")
+    n = int(text)
     if n < 1:
         raise ValueError(f"{column} {n} must be >= 1")
     if n > high:
@@ -82,12 +82,11 @@ def row_from(cells: dict[str, str], line: int) -> Row:
     from accelsim.workload.zoo import model_names
 
     get = {k: (cells.get(k) or "").strip() for k in (*REQUIRED, *OPTIONAL)}
-    try:
-        measured = float(get["value"])
-    except ValueError:
-        raise ValueError(f"value {get['value']!r} is not a number") from None
+    if not is_float_text(get["value"]):
+        raise ValueError(f"value {shown(get['value'])} is not a number (ASCII digits, no '_')")
+    measured = float(get["value"])
     if not (math.isfinite(measured) and measured > 0):
-        raise ValueError(f"value {get['value']!r} must be a positive number")
+        raise ValueError(f"value {shown(get['value'])} must be a positive number")
     if get["sim_model"] not in model_names():
         raise ValueError(f"sim_model {get['sim_model']!r} is not a zoo model")
     if get["sim_mode"] not in MODES:

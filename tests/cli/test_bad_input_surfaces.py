@@ -1,0 +1,358 @@
+"""Bad input on the surfaces added after the first hardening round (issue 24): ONNX models,
+SCALE-Sim reports, measurement CSVs, sweep stores, compare, JSON and CSV output, output
+folders. Each case here once crashed, hung, wrote where it was not asked or answered with
+nonsense; now it is one clean line (exit 2) or a sane answer."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from accelsim.devices.systolic.scalesim.config import cfg_text
+from accelsim.explore.grid import make_grid
+from accelsim.results.csvtext import csv_text
+from accelsim.results.jsontext import json_text
+from tests.helpers.cli import one_line_error, run_cli
+from tests.helpers.paths import ROOT
+
+EXAMPLE_CSV = ROOT / "workloads" / "validate-example.csv"
+
+
+def strict_json(text: str) -> object:
+    """Parse as a JSON parser other than Python's would: NaN and Infinity are errors."""
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} in JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+# --- ONNX physical checks -------------------------------------------------------------------
+
+
+def onnx_file(tmp_path: Path, nodes: list, inits: dict, in_shape: list, opset: int = 17,
+              outputs: tuple[str, ...] = ("y",)) -> Path:
+    """A model of `nodes` on input x of `in_shape`, its outputs typed by shape inference
+    where it can (a symbolic shape of the input's rank where it cannot)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)
+    outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs]
+    g = helper.make_graph(nodes, "g", [x], outs,
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    try:
+        inferred = onnx.shape_inference.infer_shapes(m).graph
+        types = {v.name: v.type for v in (*inferred.value_info, *inferred.output)}
+    except Exception:  # noqa: BLE001 - an opset onnx does not know: leave the shapes symbolic
+        types = {}
+    for o in m.graph.output:
+        t = types.get(o.name)
+        if t is not None and t.tensor_type.HasField("shape"):
+            o.type.CopyFrom(t)
+        else:
+            o.type.CopyFrom(helper.make_tensor_type_proto(
+                TensorProto.FLOAT, ["N", *(f"d{i}" for i in range(len(in_shape) - 1))]))
+    path = tmp_path / "m.onnx"
+    onnx.save(m, path)
+    return path
+
+
+W = np.ones((8, 3, 3, 3), np.float32)
+
+
+def conv(**attrs: object) -> list:
+    return [helper.make_node("Conv", ["x", "w"], ["y"], name="conv1", kernel_shape=[3, 3],
+                             **attrs)]
+
+
+ONNX_CASES = {
+    # strides 0 was a ZeroDivisionError
+    "conv strides 0": (conv(strides=[0, 0]), {"w": W}, ["N", 3, 32, 32], 17,
+                       "node 'conv1' (Conv) has strides [0, 0]"),
+    "conv dilation 0": (conv(dilations=[0, 0]), {"w": W}, ["N", 3, 32, 32], 17,
+                        "has dilations [0, 0]"),
+    "conv negative pads": (conv(pads=[-1, -1, -1, -1]), {"w": W}, ["N", 3, 32, 32], 17,
+                           "has pads [-1, -1, -1, -1]"),
+    "pool strides 0": ([helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2],
+                                         strides=[0, 0])], {}, ["N", 3, 8, 8], 17,
+                       "node 'mp' (MaxPool) has strides"),
+    "zero dimension": ([helper.make_node("Relu", ["x"], ["y"], name="r")], {}, ["N", 0, 4], 17,
+                       "dimension 1 is 0"),
+    "negative dimension": ([helper.make_node("Relu", ["x"], ["y"], name="r")], {},
+                           ["N", -3, 4], 17, "dimension 1 is -3"),
+    "opset 1": ([helper.make_node("Relu", ["x"], ["y"], name="r")], {}, ["N", 4], 1,
+                "opset 1 is outside"),
+    "opset 999": ([helper.make_node("Relu", ["x"], ["y"], name="r")], {}, ["N", 4], 999,
+                  "opset 999 is outside"),
+    # costed from the input: params 8e12 from a 32-element weight
+    "matmul weight vs input": ([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                               {"w": np.ones((32,), np.float32)}, ["N", 1000000, 1000000], 17,
+                               "node 'mm' (MatMul) has a weight (32,)"),
+    "matmul 2-D weight vs input": ([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                                   {"w": np.ones((4, 8), np.float32)}, ["N", 16, 64], 17,
+                                   "inner dimensions 64 and 4"),
+    "conv weight vs channels": (conv(), {"w": np.ones((8, 5, 3, 3), np.float32)},
+                                ["N", 3, 32, 32], 17, "does not fit its input of 3 channels"),
+    "split not covering": ([helper.make_node("Split", ["x", "sp"], ["y", "z"], name="sp",
+                                             axis=-1)],
+                           {"sp": np.array([2, 3], np.int64)}, ["N", 3, 8], 17,
+                           "splits an axis of 8 into [2, 3]"),
+    # every op a reshape: 0 s, and throughput divided by it (ZeroDivisionError)
+    "all ops take 0 s": ([helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")],
+                         {"s": np.array([0, -1], np.int64)}, ["N", 3, 8], 17,
+                         "every costed op takes 0 s"),
+}
+
+
+@pytest.mark.parametrize("case", list(ONNX_CASES))
+def test_physically_impossible_onnx_models_are_one_line_errors(capsys, tmp_path, case):
+    nodes, inits, shape, opset, says = ONNX_CASES[case]
+    outputs = ("y", "z") if case == "split not covering" else ("y",)
+    path = onnx_file(tmp_path, nodes, inits, shape, opset, outputs)
+    err = one_line_error(capsys, "simulate", str(path), "--hw", "a100", "--json")
+    assert says in err and str(path) in err
+
+
+# --- exit codes and JSON --------------------------------------------------------------------
+
+
+def rejected_rows_csv(tmp_path: Path) -> Path:
+    lines = EXAMPLE_CSV.read_text().splitlines()
+    header = lines[0].split(",")
+    model = header.index("sim_model")
+    rows = []
+    for line in lines[1:3]:
+        cells = line.split(",")
+        cells[model] = "no_such_model"
+        rows.append(",".join(cells))
+    path = tmp_path / "bad.csv"
+    path.write_text("\n".join([lines[0], *rows]) + "\n")
+    return path
+
+
+def test_validate_with_every_row_rejected_exits_2(capsys, tmp_path):
+    # exited 0, and its --json printed NaN for the median and worst error
+    path = rejected_rows_csv(tmp_path)
+    err = one_line_error(capsys, "validate", str(path), "--json")
+    assert "none of its 2 rows could be predicted" in err and "no_such_model" in err
+
+
+def test_compare_with_every_device_left_out_exits_2(capsys):
+    # exited 0 with all-null rows (sweep refused the same case)
+    err = one_line_error(capsys, "compare", "resnet18", "--hw", "t4,a100", "--precision",
+                         "fp4", "--no-fallback", "--json")
+    assert "every one of the 2 devices was left out" in err
+
+
+def test_json_never_holds_nan_or_infinity():
+    text = json_text({"a": float("inf"), "b": [1.0, float("nan")], "c": np.float64("-inf"),
+                      "d": np.int64(3)})
+    assert strict_json(text) == {"a": None, "b": [1.0, None], "c": None, "d": 3,
+                                 "not_finite": ["a", "b[1]", "c"]}
+
+
+def test_a_request_arriving_at_1e308_s_gives_strict_json(capsys, tmp_path):
+    # energy per token came out as Infinity: not JSON
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0.0,100,5\n1e308,20,3\n")
+    code, out, err = run_cli(capsys, "simulate", "llama2_7b", "--hw", "a100", "--mode",
+                             "serve", "--requests-file", str(trace), "--json")
+    assert code == 0, err
+    strict_json(out)
+
+
+# --- CSV output -----------------------------------------------------------------------------
+
+
+def test_a_name_beginning_with_equals_is_text_in_compare_csv(capsys, tmp_path):
+    profile = tmp_path / "=1+2.toml"
+    profile.write_text((ROOT / "hw_profiles" / "devices" / "a100.toml").read_text())
+    out = tmp_path / "c.csv"
+    code, _, err = run_cli(capsys, "compare", "resnet18", "--hw", f"t4,{profile}", "--csv",
+                           str(out))
+    assert code == 0, err
+    cells = [line.split(",")[0] for line in out.read_text().splitlines()]
+    assert cells[2] == f"{profile}"  # a path: begins with /
+    assert not any(c.startswith(("=", "+", "-", "@")) for line in out.read_text().splitlines()
+                   for c in line.split(","))
+
+
+def test_csv_text_quotes_formula_cells_and_leaves_numbers():
+    import pandas as pd
+
+    frame = pd.DataFrame({"name": ["=HYPERLINK(1)", "+x", "-y", "@z", "ok"],
+                          "value": [-5.0, 1.0, 2.0, 3.0, 4.0]})
+    lines = csv_text(frame).splitlines()
+    assert lines[1:] == ["'=HYPERLINK(1),-5.0", "'+x,1.0", "'-y,2.0", "'@z,3.0", "ok,4.0"]
+
+
+def test_a_sweep_row_named_with_equals_is_text_in_sweep_csv(capsys, tmp_path):
+    profile = tmp_path / "=cmd.toml"
+    profile.write_text((ROOT / "hw_profiles" / "devices" / "t4.toml").read_text())
+    out = tmp_path / "s.csv"
+    code, _, err = run_cli(capsys, "sweep", "mlp", "--hw", str(profile), "--batch", "1",
+                           "--csv", str(out), "--quiet")
+    assert code == 0, err
+    text = out.read_text()
+    assert not any(c.startswith("=") for line in text.splitlines() for c in line.split(","))
+
+
+# --- output folders and files ---------------------------------------------------------------
+
+
+def test_validate_fit_out_under_a_file_is_one_line(capsys, tmp_path):
+    # was a NotADirectoryError traceback
+    (tmp_path / "file").write_text("x")
+    err = one_line_error(capsys, "validate", str(EXAMPLE_CSV), "--fit", "--out",
+                         str(tmp_path / "file" / "sub"))
+    assert "validate --out" in err and "cannot create the folder" in err
+
+
+@pytest.mark.parametrize("command", [("validate", str(EXAMPLE_CSV), "--fit"),
+                                     ("calibrate", "--budget", "tiny")])
+def test_an_empty_out_is_refused_not_the_current_folder(capsys, tmp_path, monkeypatch,
+                                                        command):
+    # calibrate --out "" calibrated into the current folder
+    monkeypatch.chdir(tmp_path)
+    err = one_line_error(capsys, *command, "--out", "")
+    assert "--out ''" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_validate_fit_does_not_write_through_a_symlink(capsys, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    code, _, err = run_cli(capsys, "validate", str(EXAMPLE_CSV), "--fit", "--out", str(out),
+                           "--json")
+    assert code == 0, err
+    written = sorted(out.iterdir())
+    assert written
+    for p in written:
+        p.unlink()
+        p.symlink_to(victim)
+    code, _, err = run_cli(capsys, "validate", str(EXAMPLE_CSV), "--fit", "--out", str(out),
+                           "--json")
+    assert code == 0, err
+    assert victim.read_text() == "keep me"
+    assert all(not p.is_symlink() and p.is_file() for p in written)
+
+
+def test_scalesim_report_does_not_write_through_a_symlink(capsys, tmp_path):
+    cfg = tmp_path / "a.cfg"
+    cfg.write_text(cfg_text(16, 16, 2, 2, 2, 4, "ws"))
+    topo = tmp_path / "t.csv"
+    topo.write_text("Layer, M, N, K,\nfc1, 64, 64, 64,\n")
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (rep / "COMPUTE_REPORT.csv").symlink_to(victim)
+    code, _, err = run_cli(capsys, "simulate", str(topo), "--hw", str(cfg), "--json",
+                           "--scalesim-report", str(rep))
+    assert code == 0, err
+    assert victim.read_text() == "keep me"
+    report = rep / "COMPUTE_REPORT.csv"
+    assert not report.is_symlink() and report.read_text().startswith("LayerID")
+    (tmp_path / "file").write_text("x")
+    err = one_line_error(capsys, "simulate", str(topo), "--hw", str(cfg), "--scalesim-report",
+                         str(tmp_path / "file" / "rep"))
+    assert "--scalesim-report" in err
+
+
+# --- the sweep store ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stored", ["null", "negative"])
+def test_a_damaged_store_row_is_run_again_not_printed(capsys, tmp_path, stored):
+    store = tmp_path / "s.sqlite"
+    args = ("sweep", "mlp", "--hw", "t4", "--batch", "1,2", "--resume", str(store), "--json",
+            "--quiet")
+    code, first, err = run_cli(capsys, *args)
+    assert code == 0, err
+    key = make_grid("mlp", "t4", {"batch": [1, 2]}).points()[0].key
+    with sqlite3.connect(store) as db:
+        (row,) = db.execute("SELECT row FROM points WHERE key = ?", (key,)).fetchone()
+        bad = "null" if stored == "null" else json.dumps(
+            {**json.loads(row), "throughput_samples_per_s": -5.0})
+        db.execute("UPDATE points SET row = ? WHERE key = ?", (bad, key))
+    code, again, err = run_cli(capsys, *args)
+    assert code == 0, err
+    assert "1 stored points" in err and "were damaged" in err
+    assert strict_json(again) == strict_json(first)  # the point was run again
+    with sqlite3.connect(store) as db:
+        (row,) = db.execute("SELECT row FROM points WHERE key = ?", (key,)).fetchone()
+    assert json.loads(row)["throughput_samples_per_s"] > 0  # and its row replaced
+
+
+# --- numbers --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["1_0", "１０", "١٠", "1e3"])
+def test_sweep_takes_ascii_whole_numbers_only(capsys, value):
+    # each was taken as 10 (or 1000) where simulate's options have one rule
+    err = one_line_error(capsys, "sweep", "mlp", "--hw", "t4", "--batch", f"1,{value}")
+    assert "knob 'batch'" in err and "not a whole number" in err
+
+
+def test_a_5000_digit_value_is_not_echoed_whole(capsys):
+    err = one_line_error(capsys, "sweep", "mlp", "--hw", "t4", "--batch", "9" * 5000)
+    assert len(err) < 300
+
+
+# --- Dask -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("address", ["notanaddress", "tcp://", "tcp://host:notaport",
+                                     "foo://x:1", "tcp://host:99999"])
+def test_a_malformed_scheduler_address_fails_at_once_in_one_line(capsys, address):
+    # printed its error, then stalled 20 s and printed a traceback at exit
+    start = time.monotonic()
+    err = one_line_error(capsys, "sweep", "mlp", "--hw", "t4", "--batch", "1,2",
+                         "--scheduler", address, "--quiet")
+    assert "Dask scheduler" in err and "tcp://HOST:8786" in err
+    assert time.monotonic() - start < 15
+
+
+_WORKER_STARTED = threading.Event()
+
+
+def _slow_points(*args: object) -> object:
+    """run_points that takes 30 s: the worker is closed meanwhile (picklable by name)."""
+    _WORKER_STARTED.set()
+    time.sleep(30)
+    return []
+
+
+def test_a_sweep_whose_dask_workers_are_all_lost_stops_with_an_error(monkeypatch):
+    # waited silently for ever
+    distributed = pytest.importorskip("distributed")
+    from accelsim.errors import AccelsimError
+    from accelsim.explore import run as sweep_run
+
+    monkeypatch.setattr(sweep_run, "DASK_LOST_S", 2.0)
+    monkeypatch.setattr(sweep_run, "DASK_POLL_S", 0.2)
+    monkeypatch.setattr(sweep_run, "run_points", _slow_points)
+    _WORKER_STARTED.clear()
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                                  host="127.0.0.1", protocol="tcp",
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        def lose_the_worker() -> None:
+            _WORKER_STARTED.wait(20)
+            for w in list(cluster.workers.values()):
+                client.sync(w.close, executor_wait=False)  # its task never comes back
+
+        threading.Thread(target=lose_the_worker, daemon=True).start()
+        start = time.monotonic()
+        with pytest.raises(AccelsimError, match="every worker was lost"):
+            sweep_run.sweep("mlp", "t4", batch=[1, 2], scheduler=client)
+        assert time.monotonic() - start < 25
