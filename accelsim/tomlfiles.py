@@ -20,6 +20,9 @@ from accelsim.errors import DataFileError, UnknownNameError
 
 # NB: the largest data file accepted; every profile and scenario is a few kB.
 MAX_FILE_BYTES = 1 << 20
+# NB: the largest table of measurements read (validate's CSV, the calibration references):
+# 64 MiB, 100x the largest reference file (0.6 MB).
+MAX_TABLE_BYTES = 1 << 26
 
 
 def open_input_file(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> int:

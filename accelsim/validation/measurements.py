@@ -36,7 +36,7 @@ from accelsim.errors import AccelsimError, DataFileError
 from accelsim.numbers import is_float_text, is_int_text, shown
 from accelsim.physical import MAX_BATCH, MAX_STEPS, input_ceiling
 from accelsim.profiles.software import DEFAULT
-from accelsim.tomlfiles import read_text_file
+from accelsim.tomlfiles import MAX_TABLE_BYTES, read_text_file
 
 REQUIRED = ("value", "sim_profile", "sim_software", "sim_model", "sim_mode", "sim_batch",
             "sim_precision", "sim_metric")
@@ -112,7 +112,7 @@ def row_from(cells: dict[str, str], line: int) -> Row:
 def read_measurements(path: str | Path) -> tuple[list[Row], list[tuple[str, str]]]:
     """(rows the model can express, [(row id, reason)] for the others). The Row's `workload`
     holds the sim_profile as written (what --hw takes)."""
-    text = read_text_file(path)
+    text = read_text_file(path, MAX_TABLE_BYTES)
     try:
         reader = csv.DictReader(text.splitlines())
         header = reader.fieldnames or []

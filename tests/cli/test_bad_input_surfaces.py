@@ -356,3 +356,34 @@ def test_a_sweep_whose_dask_workers_are_all_lost_stops_with_an_error(monkeypatch
         with pytest.raises(AccelsimError, match="every worker was lost"):
             sweep_run.sweep("mlp", "t4", batch=[1, 2], scheduler=client)
         assert time.monotonic() - start < 25
+
+
+@pytest.mark.parametrize("args", [
+    ("collective", "--hw", "dgx-a100", "--sizes", "8B:1_0MB"),
+    ("collective", "--hw", "dgx-a100", "--sizes", "８B:8MB"),
+    ("collective", "--hw", "dgx-a100", "--sizes", "1e3B"),
+    ("simulate", "resnet18", "--hw", "a100", "--batch", "1_0"),
+    ("simulate", "resnet18", "--hw", "a100", "--batch", "１０"),
+    ("simulate", "bert_base", "--hw", "a100", "--seq-len", "١٢٨"),
+    ("sweep", "mlp", "--hw", "t4", "--set", "batch=1,1_0"),
+])
+def test_every_command_takes_numbers_by_one_rule(capsys, args):
+    err = one_line_error(capsys, *args)
+    assert "not a" in err
+
+
+def test_validate_takes_ascii_numbers_only(capsys, tmp_path):
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(EXAMPLE_CSV.read_text())))[:2]
+    rows[0]["sim_batch"] = "2_56"  # int() took it as 256
+    path = tmp_path / "m.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    code, out, err = run_cli(capsys, "validate", str(path), "--json")
+    assert code == 0, err
+    reasons = [r["reason"] for r in strict_json(out)["not_expressed"]]
+    assert any("sim_batch '2_56' is not a whole number" in r for r in reasons), reasons
