@@ -186,6 +186,12 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     if tf32 is not None and "tf32" not in peaks:  # (the knob is refused at other precisions)
         notes.append(f"--tf32 {'on' if tf32 else 'off'} changes nothing here: {profile.name} "
                      "has no TF32 matrix units, its fp32 GEMMs run in fp32")
+    if mode == "train" and used.startswith("int"):
+        # NB: costed as asked (every GEMM at the integer rate); said, since no framework
+        # trains in integers (gradients and the update need a float format).
+        notes.append(f"training at {used}: every forward and backward GEMM is costed at the "
+                     f"{used} rate, but gradients and the optimizer update need a float "
+                     "format (no framework trains in integers): read the figures as a bound")
     if unsupported:
         notes.append(f"{len(unsupported)} op kinds have no cost formula and are not costed: "
                      f"{', '.join(unsupported)}")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.errors import AccelsimError
+from accelsim.numbers import shown
 from accelsim.profiles.hardware import resolve_hardware
 from accelsim.sim.knobs import KNOBS, knob_names, parse_knob_values
 from accelsim.workload.scenario import Scenario, resolve_workload
@@ -130,8 +131,15 @@ def _values(name: str, value: Any) -> list[Any]:
 
 
 def _nonempty(name: str, values: list[Any]) -> list[Any]:
+    """`values`, which must be some and each once (a repeat would run the same points twice)."""
     if not values:
         raise AccelsimError(f"{name}: an empty list of values gives no points")
+    seen: set[str] = set()
+    for v in values:
+        key = repr(v)
+        if key in seen:
+            raise AccelsimError(f"{name}: {shown(v)} is listed twice; give each value once")
+        seen.add(key)
     return values
 
 

@@ -52,6 +52,12 @@ def _is_decoder(model: str) -> bool:
     """A decoder run's model: a decoder config file or a decoder name."""
     return is_config_path(model) or is_decoder(model)
 
+
+# NB: the smallest latency target: 1 us. A target of 0 ms no request can meet (goodput 0) is a
+# mistake, not a measurement.
+MIN_SLO_MS = 1e-3
+
+
 @dataclass(frozen=True)
 class Knob:
     """One user-facing knob: where its value goes, its type, the modes it applies to."""
@@ -174,11 +180,11 @@ _KNOBS = (
     Knob("length_dist", "llm", "length_dist", str, SERVE,
          "decoder serving: prompt/output lengths fixed, uniform (1..2x mean) or exponential"),
     Knob("slo_ttft_ms", "llm", "slo_ttft_s", float, SERVE,
-         "decoder serving: time-to-first-token target for goodput, ms", scale=1e-3, low=0,
-         high=MAX_WAIT_MS),
+         "decoder serving: time-to-first-token target for goodput, ms", scale=1e-3,
+         low=MIN_SLO_MS, high=MAX_WAIT_MS),
     Knob("slo_tpot_ms", "llm", "slo_tpot_s", float, SERVE,
-         "decoder serving: time-per-output-token target for goodput, ms", scale=1e-3, low=0,
-         high=MAX_WAIT_MS),
+         "decoder serving: time-per-output-token target for goodput, ms", scale=1e-3,
+         low=MIN_SLO_MS, high=MAX_WAIT_MS),
     Knob("zero", "llm", "zero", int, TRAIN,
          "decoder training: ZeRO stage (0 none, 1 optimizer, 2 + gradients, 3 + weights)",
          low=0, high=3),
@@ -303,6 +309,9 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
             config[knob.field] = value
         else:
             parts[knob.target][knob.field] = value
+    if parts["llm"].get("overlap_tp") and parts["llm"].get("tp") == 1:
+        raise AccelsimError("knob 'overlap_tp' with tp 1: one GPU has no tensor-parallel "
+                            "all-reduce to overlap; drop --overlap-tp or set --tp above 1")
     scenario_mode = mode if mode in ("infer", "train") else None
     sc = sc.with_overrides(mode=scenario_mode, input=inputs, **scenario)
     config.pop("mode", None)

@@ -387,3 +387,54 @@ def test_validate_takes_ascii_numbers_only(capsys, tmp_path):
     assert code == 0, err
     reasons = [r["reason"] for r in strict_json(out)["not_expressed"]]
     assert any("sim_batch '2_56' is not a whole number" in r for r in reasons), reasons
+
+
+# --- nonsense accepted ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,says", [
+    (("sweep", "mlp", "--hw", "t4,t4", "--batch", "1"), "'t4' is listed twice"),  # ran twice
+    (("sweep", "mlp", "--hw", "t4", "--batch", "1,2,1"), "1 is listed twice"),
+    (("simulate", "llama2_7b", "--hw", "a100", "--mode", "serve", "--slo-ttft-ms", "0"),
+     "slo_ttft_ms"),  # a target no request meets: goodput 0
+    (("simulate", "llama2_7b", "--hw", "a100", "--mode", "serve", "--slo-tpot-ms", "0"),
+     "slo_tpot_ms"),
+    (("simulate", "llama2_7b", "--hw", "a100", "--overlap-tp", "--tp", "1"),
+     "overlap_tp' with tp 1"),
+])
+def test_nonsense_knob_values_are_refused(capsys, args, says):
+    assert says in one_line_error(capsys, *args)
+
+
+def test_an_unused_scenario_dataset_is_still_checked(capsys, tmp_path):
+    # a device run reads no data: '../../../etc/passwd' was accepted unread
+    path = tmp_path / "s.toml"
+    path.write_text((ROOT / "workloads" / "resnet50-infer.toml").read_text().replace(
+        'dataset = "imagenet-raw"', 'dataset = "../../../etc/passwd"'))
+    err = one_line_error(capsys, "simulate", str(path), "--hw", "a100")
+    assert "data.dataset" in err and "not a built-in dataset" in err
+
+
+def test_an_image_of_a_million_pixels_a_side_is_refused(capsys, tmp_path):
+    # was simulated: 6,144 TB of activations, "does not fit"
+    path = tmp_path / "s.toml"
+    path.write_text((ROOT / "workloads" / "resnet50-infer.toml").read_text().replace(
+        "image_size = 224", "image_size = 1000000"))
+    err = one_line_error(capsys, "simulate", str(path), "--hw", "a100")
+    assert "input.image_size" in err and "65,536" in err
+
+
+def test_an_upper_case_host_cpu_is_refused_not_replaced(capsys, tmp_path):
+    # an unknown name ran on the stand-in host without a word
+    path = tmp_path / "sys.toml"
+    path.write_text((ROOT / "hw_profiles" / "systems" / "dgx-a100.toml").read_text().replace(
+        'cpu = "epyc-7763"', 'cpu = "EPYC-7763"'))
+    err = one_line_error(capsys, "simulate", "resnet50-train", "--hw", str(path), "--steps", "5")
+    assert "host.cpu" in err and "EPYC-7763" in err
+
+
+def test_int8_training_says_what_it_costs(capsys):
+    code, out, err = run_cli(capsys, "simulate", "resnet50", "--hw", "a100", "--mode", "train",
+                             "--precision", "int8", "--steps", "5", "--json")
+    assert code == 0, err
+    assert any(n.startswith("training at int8") for n in strict_json(out)["notes"])
