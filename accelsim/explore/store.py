@@ -41,7 +41,10 @@ CREATE TABLE IF NOT EXISTS points (
 );
 """
 PARQUET = (".parquet", ".pq")
-# Row columns that are figures: a number there is finite (or NaN: not applicable) and >= 0.
+# Row columns that are figures: a number there is from 0 to MAX_FIGURE (or NaN: not
+# applicable). NB: 1e30 is past any figure a run gives (FLOPs of the largest model at the
+# largest batch are ~1e25); beyond it a row was edited or damaged.
+MAX_FIGURE = 1e30
 _FIGURE_ENDS = ("_s", "_per_s", "_j", "_w", "_bytes", "_per_j", "_per_sample", "utilization",
                 "mfu", "offered_load", "largest_batch_that_fits")
 
@@ -60,8 +63,8 @@ def damage(text: str) -> str | None:
     for k, v in row.items():
         if isinstance(v, bool) or not isinstance(v, int | float):
             continue
-        if (k.endswith(_FIGURE_ENDS) or k.startswith("stall_")) and (v < 0 or v in (
-                float("inf"), float("-inf"))):
+        if (k.endswith(_FIGURE_ENDS) or k.startswith("stall_")) and not (
+                v != v or 0 <= v <= MAX_FIGURE):  # NaN: not applicable
             return f"{k} = {v!r}"
     return None
 

@@ -438,3 +438,15 @@ def test_int8_training_says_what_it_costs(capsys):
                              "--precision", "int8", "--steps", "5", "--json")
     assert code == 0, err
     assert any(n.startswith("training at int8") for n in strict_json(out)["notes"])
+
+
+def test_a_one_pe_output_stationary_array_stays_within_its_peak(capsys, tmp_path):
+    # found by the surface fuzzer: SCALE-Sim's "- 1" made the layer one cycle faster than one
+    # MAC per cycle, an internal error (the peak invariant)
+    cfg = tmp_path / "a.cfg"
+    cfg.write_text(cfg_text(1, 1, 64, 64, 64, 10, "os"))
+    topo = tmp_path / "t.csv"
+    topo.write_text("Layer, M, N, K,\nfc1, 64, 32, 16,\n")
+    code, out, err = run_cli(capsys, "simulate", str(topo), "--hw", str(cfg), "--json")
+    assert code == 0, err
+    assert strict_json(out)["layers"][0]["time_s"] >= 2 * 64 * 32 * 16 / 2e9

@@ -370,7 +370,8 @@ def gemm_memory(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
                             f"{rows} x {cols} array; the SRAM model walks at most "
                             f"{MAX_FOLDS:,} folds per GEMM")
     per_fold = fold_cycles(rows, cols, t, dataflow)
-    compute = fr * fc * per_fold - 1
+    # NB: at least T cycles a fold (`model.gemm_cycles`): a 1 x 1 os array's fold is T cycles.
+    compute = max(fr * fc * per_fold - 1, fr * fc * int(t))
     ifmap, filt = read_streams(m, n, k, rows, cols, dataflow)
     conv = Im2col.of(im2col, m, k)
     walk = None if conv is None else conv_walk(conv, ifmap, per_fold, dataflow)
