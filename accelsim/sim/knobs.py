@@ -235,7 +235,7 @@ def _convert(name: str, kind: type, value: Any) -> Any:
 _KIND_WORD = {int: "a whole number", float: "a number", bool: "true or false", str: "a name"}
 
 
-def _in_range(name: str, value: Any, low: float | None, high: float | None) -> Any:
+def check_range(name: str, value: Any, low: float | None, high: float | None) -> Any:
     """`value` when it is finite and within [low, high]; else an error naming the knob."""
     if isinstance(value, float) and not math.isfinite(value):
         raise AccelsimError(f"knob '{name}' = {shown(value)}: must be a finite number")
@@ -281,7 +281,7 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
     model_inputs = model_knobs(scenario.get("model", sc.model))
     for name, value in given.items():
         if name in model_inputs and name not in KNOBS:
-            inputs[name] = _in_range(name, _convert(name, int, value), 1, input_ceiling(name))
+            inputs[name] = check_range(name, _convert(name, int, value), 1, input_ceiling(name))
             continue
         if name not in KNOBS:
             raise AccelsimError(f"unknown knob '{name}'; choose one of: "
@@ -289,7 +289,7 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
         knob = KNOBS[name]
         value = _convert(name, knob.kind, value)
         if knob.kind in (int, float):
-            value = _in_range(name, value, knob.low, knob.high)
+            value = check_range(name, value, knob.low, knob.high)
         if mode not in knob.modes and not (mode in knob.decoder_modes
                                            and _is_decoder(scenario.get("model", sc.model))):
             also = (f" (and {' or '.join(knob.decoder_modes)} for a decoder)"

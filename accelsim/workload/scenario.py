@@ -153,6 +153,8 @@ def _validated(s: Scenario, src: str) -> Scenario:
     try:
         s.graph()
     except AccelsimError as err:
+        if not s.input and str(err).startswith(f"{s.model}:"):
+            raise  # a model file's own error, naming it: not wrapped in "field 'input' = {}"
         raise ConfigError(src, "input", s.input, f"the model cannot be built: {err}") from None
     return s
 

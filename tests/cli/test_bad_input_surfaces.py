@@ -6,6 +6,7 @@ nonsense; now it is one clean line (exit 2) or a sane answer."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -450,3 +451,50 @@ def test_a_one_pe_output_stationary_array_stays_within_its_peak(capsys, tmp_path
     code, out, err = run_cli(capsys, "simulate", str(topo), "--hw", str(cfg), "--json")
     assert code == 0, err
     assert strict_json(out)["layers"][0]["time_s"] >= 2 * 64 * 32 * 16 / 2e9
+
+
+def test_an_onnx_weight_holding_nan_is_refused(capsys, tmp_path):
+    # --execute reported a NaN error figure
+    w = np.ones((4, 3), np.float32)
+    w[0, 0] = np.nan
+    path = onnx_file(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                     {"w": w}, ["N", 4])
+    err = one_line_error(capsys, "simulate", str(path), "--hw", "a100", "--execute")
+    assert "initialiser 'w' holds NaN" in err
+
+
+@pytest.mark.parametrize("special", ["zero", "fifo", "dir"])
+def test_a_model_path_that_is_not_a_file_is_one_line(capsys, tmp_path, special):
+    # a symlink to /dev/zero was KeyError: '' (the importer picked by the target's suffix)
+    path = tmp_path / "m.onnx"
+    if special == "zero":
+        path.symlink_to("/dev/zero")
+    elif special == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    err = one_line_error(capsys, "simulate", str(path), "--hw", "a100")
+    assert str(path) in err
+
+
+def test_a_sweep_value_outside_its_knobs_range_fails_before_running(capsys):
+    # batch -1 ran as a failed point with batch -1 in the JSON
+    err = one_line_error(capsys, "sweep", "mlp", "--hw", "t4", "--batch", "-1,2", "--json")
+    assert "knob 'batch' = -1: must be at least 1" in err
+
+
+def test_a_measured_value_of_1e308_is_not_a_measurement(capsys, tmp_path):
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(EXAMPLE_CSV.read_text())))[:2]
+    rows[0]["value"] = "1e308"
+    path = tmp_path / "m.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    code, out, err = run_cli(capsys, "validate", str(path), "--json")
+    assert code == 0, err
+    assert any("must be a positive number of at most" in r["reason"]
+               for r in strict_json(out)["not_expressed"])
