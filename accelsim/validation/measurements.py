@@ -38,9 +38,10 @@ from accelsim.physical import MAX_BATCH, MAX_STEPS, input_ceiling
 from accelsim.profiles.software import DEFAULT
 from accelsim.tomlfiles import MAX_TABLE_BYTES, read_text_file
 
-# NB: the largest measured figure read: past any throughput, latency or energy a run gives
-# (1e30); 1e308 is a damaged cell, not a measurement.
-MAX_MEASURED = 1e30
+# NB: the measured figures read: past any throughput, latency or energy a run gives (1e30),
+# and above 1e-30, so that predicted / measured stays finite; 1e308 or 5e-324 is a damaged
+# cell, not a measurement.
+MIN_MEASURED, MAX_MEASURED = 1e-30, 1e30
 REQUIRED = ("value", "sim_profile", "sim_software", "sim_model", "sim_mode", "sim_batch",
             "sim_precision", "sim_metric")
 OPTIONAL = ("id", "sim_seq_len", "sim_optimizer", "sim_accumulation")
@@ -88,9 +89,9 @@ def row_from(cells: dict[str, str], line: int) -> Row:
     if not is_float_text(get["value"]):
         raise ValueError(f"value {shown(get['value'])} is not a number (ASCII digits, no '_')")
     measured = float(get["value"])
-    if not (math.isfinite(measured) and 0 < measured <= MAX_MEASURED):
-        raise ValueError(f"value {shown(get['value'])} must be a positive number of at most "
-                         f"{MAX_MEASURED:g}")
+    if not (math.isfinite(measured) and MIN_MEASURED <= measured <= MAX_MEASURED):
+        raise ValueError(f"value {shown(get['value'])} must be a positive number from "
+                         f"{MIN_MEASURED:g} to {MAX_MEASURED:g}")
     if get["sim_model"] not in model_names():
         raise ValueError(f"sim_model {get['sim_model']!r} is not a zoo model")
     if get["sim_mode"] not in MODES:

@@ -14,6 +14,7 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from accelsim.errors import AccelsimError
+from accelsim.physical import MAX_INPUT
 from accelsim.tomlfiles import read_file_bytes
 from accelsim.workload.importers.onnx_external import inline_external_data
 from accelsim.workload.ops import Shape
@@ -28,6 +29,9 @@ _TWO_GB = 2**31
 # NB: the oldest opset read: opsets 1 to 6 predate the broadcasting and attribute forms
 # that the mappers (`onnx_nodes`) read.
 _OLDEST_OPSET = 7
+# NB: a sample's input of 2^36 elements (256 GiB in fp32): far past any real input; beyond,
+# the costs overflow.
+_MAX_INPUT_ELEMENTS = 1 << 36
 
 
 def first_line(err: BaseException) -> str:
@@ -94,10 +98,15 @@ def _check_physical(path: Path, model: onnx.ModelProto) -> None:
     for v in g.input:
         if not v.type.HasField("tensor_type") or not v.type.tensor_type.HasField("shape"):
             continue
+        elements = 1
         for pos, d in enumerate(v.type.tensor_type.shape.dim):
-            if d.HasField("dim_value") and d.dim_value <= 0:
+            if d.HasField("dim_value") and not 1 <= d.dim_value <= MAX_INPUT:
                 raise AccelsimError(f"{path}: input '{v.name}' dimension {pos} is "
-                                    f"{d.dim_value}: a dimension must be at least 1")
+                                    f"{d.dim_value}: a dimension is from 1 to {MAX_INPUT:,}")
+            elements *= d.dim_value if d.HasField("dim_value") and pos else 1
+        if elements > _MAX_INPUT_ELEMENTS:
+            raise AccelsimError(f"{path}: input '{v.name}' holds {elements:.3g} elements per "
+                                f"sample; at most {_MAX_INPUT_ELEMENTS:.3g}")
     for t in g.initializer:
         if any(d < 0 for d in t.dims):
             raise AccelsimError(f"{path}: initialiser '{t.name}' has a negative dimension "
