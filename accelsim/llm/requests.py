@@ -29,6 +29,9 @@ TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 MAX_TRACE_ROWS = 10_000_000
 # NB: the largest trace file read: 10 million rows of about 50 bytes.
 MAX_TRACE_BYTES = 1 << 29
+# NB: the latest arrival read, 1e9 s (~30 years): at 1e308 s the run's time spans overflowed
+# (energy per token came out infinite).
+MAX_ARRIVAL_S = 1e9
 
 
 def draw_requests(n: int, rate_per_s: float | None, prompt: int, output: int, dist: str,
@@ -79,6 +82,9 @@ def read_requests(path: str | Path, context: int) -> Requests:
     last = 0.0
     for i, row in enumerate(rows, start=2):  # line numbers: the header is line 1
         t = _number(path, i, "arrival_s", row["arrival_s"], float)
+        if t > MAX_ARRIVAL_S:
+            raise ConfigError(str(path), f"line {i} arrival_s", row["arrival_s"].strip()[:40],
+                              f"at most {MAX_ARRIVAL_S:g} s (a trace of about 30 years)")
         if t < last:
             raise ConfigError(path, f"line {i} arrival_s", t, f"before the previous row's "
                               f"{last:g} s: rows must be in arrival order")

@@ -199,7 +199,8 @@ def test_a_scalesim_gemm_whose_operands_would_be_tebibytes_is_refused(tmp_path):
     ("0.0,1_0,5\n", "line 2 prompt_tokens"),
     ("0.0,１０,5\n", "line 2 prompt_tokens"),
     ("0.0,١٠,5\n", "line 2 prompt_tokens"),
-    ("1e308,10,5\n", None),  # finite: read (the energy per token stays finite downstream)
+    ("0.0,10,5\n1e308,10,5\n", "line 3 arrival_s.*at most 1e\\+09 s"),  # energy/token was inf
+    ("1e3,10,5\n", None),  # e notation: arrival_s is a float
 ])
 def test_a_trace_row_that_does_not_fit_its_header_is_named(tmp_path, rows, says):
     path = tmp_path / "trace.csv"
