@@ -10,12 +10,20 @@
 Every keyword is a knob of `accelsim.sim.knobs.KNOBS` (batch, precision, mode, devices,
 prep_workers, steps, rate, ...) or one of the model's input knobs (image_size, seq_len, ...);
 a knob that does not apply to the run's mode is an error, never ignored. Bad input raises
-`accelsim.errors.AccelsimError` with one line saying what is wrong.
+`accelsim.errors.AccelsimError` with one line saying what is wrong, a wrong type included (a
+number, None or a list where a name is expected); a `pathlib.Path` is taken wherever a path is
+(a workload or profile .toml, an ONNX model, a report's `out`).
+
+    >>> simulate(None, hw="a100")
+    Traceback (most recent call last):
+    ...
+    accelsim.errors.AccelsimError: workload: give a zoo model or scenario name, ... not None
 """
 
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +31,8 @@ from typing import Any
 
 import pandas as pd
 
+from accelsim.errors import AccelsimError
+from accelsim.numbers import shown
 from accelsim.results.headline import Headline
 from accelsim.results.summary import flat_row, notebook_frame
 from accelsim.run import run_simulation
@@ -30,6 +40,39 @@ from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import Scenario
 
 _HTML_SKIP = ("notes", "error")  # the notes are listed under the table; a Result has no error
+
+
+def _what(value: Any) -> str:
+    return "None" if value is None else f"{type(value).__name__} {shown(value)}"
+
+
+def _name_or_path(value: Any, what: str, expected: str) -> str:
+    """A name or path argument as the string the loaders take (a Path becomes its text)."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+        if not isinstance(value, str):
+            raise AccelsimError(f"{what}: give a text path, not the bytes path {shown(value)}")
+    if not isinstance(value, str) or not value.strip():
+        got = "''" if value == "" else _what(value)
+        raise AccelsimError(f"{what}: give {expected}, not {got}")
+    return value
+
+
+def _workload(workload: Any) -> str | Scenario:
+    if isinstance(workload, Scenario):
+        return workload
+    return _name_or_path(workload, "workload", "a zoo model or scenario name, a file path or "
+                         "a Scenario")
+
+
+def _hardware(hw: Any, many: bool) -> str | list[str]:
+    """`hw` as a name or path; with `many`, a list or tuple of them too."""
+    expected = "a system or device profile name or a .toml path"
+    if many and isinstance(hw, list | tuple):
+        if not hw:
+            raise AccelsimError("hw: give at least one system or device profile")
+        return [_name_or_path(h, f"hw[{i}]", expected) for i, h in enumerate(hw)]
+    return _name_or_path(hw, "hw", expected + (" (or a list of them)" if many else ""))
 
 
 @dataclass
@@ -117,7 +160,8 @@ class Result:
                 f"on {s['device']}: {what}>")
 
 
-def simulate(workload: str | Scenario, hw: str, execute: bool = False, **knobs: Any) -> Result:
+def simulate(workload: str | Path | Scenario, hw: str | Path, execute: bool = False,
+             **knobs: Any) -> Result:
     """Simulate `workload` (zoo model, scenario name, .toml path or `Scenario`) on `hw` (a
     system or device profile name, or a .toml path), with knobs as keywords. `execute`
     (inference): also run the kernels, as `simulate --execute` (`accelsim.sim.execution`).
@@ -128,7 +172,9 @@ def simulate(workload: str | Scenario, hw: str, execute: bool = False, **knobs: 
     >>> simulate("llama2_7b", hw="t4", batch=8).fits
     False
     """
-    cfg = make_config(workload, hw, **knobs)
+    if not isinstance(execute, bool):
+        raise AccelsimError(f"execute: give True or False, not {_what(execute)}")
+    cfg = make_config(_workload(workload), _hardware(hw, many=False), **knobs)
     if execute:
         from dataclasses import replace
 
@@ -137,8 +183,8 @@ def simulate(workload: str | Scenario, hw: str, execute: bool = False, **knobs: 
     return Result(res.record, res.records)
 
 
-def compare(workload: str | Scenario, hw: str | Sequence[str], all_columns: bool = False,
-            **knobs: Any) -> pd.DataFrame:
+def compare(workload: str | Path | Scenario, hw: str | Path | Sequence[str | Path],
+            all_columns: bool = False, **knobs: Any) -> pd.DataFrame:
     """One row per hardware in `hw` (a list, or names separated by commas) with the same
     knobs: throughput, latency, energy per sample, performance per watt, memory fit,
     bottleneck, and the precision and software each device really used. A device that cannot
@@ -155,11 +201,12 @@ def compare(workload: str | Scenario, hw: str | Sequence[str], all_columns: bool
     """
     from accelsim.explore.compare import compare as _compare
 
-    return notebook_frame(_compare(workload, hw, **knobs), all_columns)
+    return notebook_frame(_compare(_workload(workload), _hardware(hw, many=True), **knobs),
+                          all_columns)
 
 
-def sweep(workload: str | Scenario, hw: str | Sequence[str], all_columns: bool = False,
-          **knobs: Any) -> pd.DataFrame:
+def sweep(workload: str | Path | Scenario, hw: str | Path | Sequence[str | Path],
+          all_columns: bool = False, **knobs: Any) -> pd.DataFrame:
     """The cartesian grid of every knob given as a list (and of `hw` when it is a list), one
     row per point, the knobs as columns. Keywords `workers` (processes), `scheduler` (a Dask
     address), `resume` (a SQLite file) and `progress` choose how it runs; the rows are the
@@ -175,13 +222,16 @@ def sweep(workload: str | Scenario, hw: str | Sequence[str], all_columns: bool =
     """
     from accelsim.explore.run import sweep as _sweep
 
-    return notebook_frame(_sweep(workload, hw, **knobs), all_columns, keep=("error",))
+    return notebook_frame(_sweep(_workload(workload), _hardware(hw, many=True), **knobs),
+                          all_columns, keep=("error",))
 
 
-def write_report(workload: str | Scenario, hw: str, out: str | Path | None = None,
+def write_report(workload: str | Path | Scenario, hw: str | Path, out: str | Path | None = None,
                  **knobs: Any) -> Path:
     """Simulate and write one self-contained HTML report (figures embedded, no network) to
     `out` (default `<workload>-<hw>.html` here); returns its path. See `accelsim.report`."""
     from accelsim.report import report
 
-    return report(workload, hw, out=out, **knobs)
+    if out is not None:
+        out = _name_or_path(out, "out", "a file path for the HTML page")
+    return report(_workload(workload), _hardware(hw, many=False), out=out, **knobs)

@@ -90,7 +90,10 @@ MAX_INPUT = 1 << 20  # image side, sequence length, or any other model input kno
 # in under a second (the deepest published networks have ~1,000: ResNet-1001); a million took
 # minutes and GBs.
 MAX_LAYERS = 10_000
-_INPUT_CEILINGS = {"layers": MAX_LAYERS}
+# NB: an image side of 65,536 pixels (4 gigapixels a channel): beyond the largest images
+# networks take whole (gigapixel slides are tiled); at 10^6 an activation is petabytes.
+MAX_IMAGE_SIDE = 1 << 16
+_INPUT_CEILINGS = {"layers": MAX_LAYERS, "image_size": MAX_IMAGE_SIDE}
 # NB: a dataset's files are shuffled and sized as arrays once per epoch: 16.8 M files (more
 # than ImageNet-21k's 14 M images; larger sets are sharded into fewer files) keeps that under
 # a second and a few hundred MB.

@@ -1,5 +1,6 @@
-"""Reading data files: a file's text (anything but a readable UTF-8 regular file is a
-`DataFileError` naming it), its TOML parsed once per process for each text, and a built-in
+"""Reading data files: a file's bytes or text (anything but a readable regular file within
+its size cap, or UTF-8 text, is a `DataFileError` naming it; `read_file_bytes` is the one
+reader of every input file), its TOML parsed once per process for each text, and a built-in
 data file found by name. The profile readers (`accelsim.profiles`) and the scenario reader
 (`accelsim.workload.scenario`) read through here; `accelsim.schema` checks what they read.
 """
@@ -7,6 +8,7 @@ data file found by name. The profile readers (`accelsim.profiles`) and the scena
 from __future__ import annotations
 
 import copy
+import os
 import stat
 import tomllib
 from functools import lru_cache
@@ -18,36 +20,86 @@ from accelsim.errors import DataFileError, UnknownNameError
 
 # NB: the largest data file accepted; every profile and scenario is a few kB.
 MAX_FILE_BYTES = 1 << 20
+# NB: the largest table of measurements read (validate's CSV, the calibration references):
+# 64 MiB, 100x the largest reference file (0.6 MB).
+MAX_TABLE_BYTES = 1 << 26
 
 
-def read_text_file(path: str | Path) -> str:
-    """The UTF-8 text of a regular file. Anything else (missing, a directory, a FIFO or
-    device, too long a name, too large, not UTF-8, unreadable) is a ConfigError naming the
-    path; a FIFO is rejected before it is opened, so it cannot hang the reader."""
+def open_input_file(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> int:
+    """A read-only descriptor of the regular file at `path` (symlinks followed) of at most
+    `max_bytes`; the caller closes it. Anything else (missing, a directory, a FIFO, socket or
+    device such as /dev/zero, too long a name, too large, unreadable) is a DataFileError naming
+    the path. A FIFO is refused before it is opened, and the file is opened without blocking
+    and checked again by its descriptor, so neither a FIFO nor a file swapped in between can
+    hang the reader."""
     path = Path(path)
-
-    def bad(problem: str) -> DataFileError:
-        # NB: a name too long for the file system is cut in the message, not in the check.
-        return DataFileError(str(path)[:300], problem)
-
     try:
         info = path.stat()
     except FileNotFoundError:
-        raise bad("no such file") from None
-    except OSError as err:  # ENAMETOOLONG, ELOOP, EACCES, ...
-        raise bad(f"cannot be read: {err.strerror or err}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise bad("is a directory, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise bad("is not a regular file (a pipe, socket or device)")
-    if info.st_size > MAX_FILE_BYTES:
-        raise bad(f"is {info.st_size:,} bytes; data files are at most {MAX_FILE_BYTES:,}")
+        raise _bad(path, "no such file") from None
+    except (OSError, ValueError) as err:  # ENAMETOOLONG, ELOOP, EACCES, a NUL in the name
+        raise _bad(path, f"cannot be read: {getattr(err, 'strerror', None) or err}") from None
+    _check_regular(path, info.st_mode, info.st_size, max_bytes)
     try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise bad(f"is not UTF-8 text (byte {err.start})") from None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as err:
-        raise bad(f"cannot be read: {err.strerror or err}") from None
+        raise _bad(path, f"cannot be read: {err.strerror or err}") from None
+    try:
+        info = os.fstat(fd)
+        _check_regular(path, info.st_mode, info.st_size, max_bytes)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_file_bytes(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at `path` (opened by `open_input_file`), at most
+    `max_bytes` of them: a file that grows past the cap while read is refused too.
+
+    Every input file is read through here: profiles and scenarios, ONNX models and their
+    external data, SCALE-Sim configurations and topologies, request traces, measurement CSVs."""
+    fd = open_input_file(path, max_bytes)
+    chunks, total = [], 0
+    try:
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1 << 24, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as err:
+        raise _bad(Path(path), f"cannot be read: {err.strerror or err}") from None
+    finally:
+        os.close(fd)
+    if total > max_bytes:
+        raise _bad(Path(path), f"grew past {max_bytes:,} bytes while read")
+    return b"".join(chunks)
+
+
+def read_text_file(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of a regular file (read by `read_file_bytes`); text that is not UTF-8
+    is a DataFileError naming the path and the byte."""
+    data = read_file_bytes(path, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _bad(Path(path), f"is not UTF-8 text (byte {err.start})") from None
+
+
+def _bad(path: Path, problem: str) -> DataFileError:
+    # NB: a name too long for the file system is cut in the message, not in the check.
+    return DataFileError(str(path)[:300], problem)
+
+
+def _check_regular(path: Path, mode: int, size_bytes: int, max_bytes: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise _bad(path, "is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        raise _bad(path, "is not a regular file (a pipe, socket or device)")
+    if size_bytes > max_bytes:
+        what = "data files are" if max_bytes == MAX_FILE_BYTES else "this file is"
+        raise _bad(path, f"is {size_bytes:,} bytes; {what} at most {max_bytes:,}")
 
 
 def read_toml(path: Path) -> dict[str, Any]:

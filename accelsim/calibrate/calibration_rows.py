@@ -30,12 +30,14 @@ collective_fidelity.py), not these.
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 import pandas as pd
 
 from accelsim.calibrate.stack_fit import Row
+from accelsim.tomlfiles import MAX_TABLE_BYTES, read_text_file
 
 SKUS = {"V100-SXM2-16GB": "v100", "V100-SXM2-32GB": "v100", "V100-SXM3-32GB": "v100",
         "A100-SXM4-80GB": "a100", "Tesla T4 16GB": "t4"}
@@ -110,5 +112,6 @@ def row_for(r: pd.Series) -> Row | None:
 
 def calibration_rows(csv: str | Path) -> list[Row]:
     """Every single-GPU row of the calibration file the stack fit uses."""
-    rows = (row_for(r) for _, r in pd.read_csv(csv).iterrows())
+    table = pd.read_csv(io.StringIO(read_text_file(csv, MAX_TABLE_BYTES)))
+    rows = (row_for(r) for _, r in table.iterrows())
     return [r for r in rows if r is not None]

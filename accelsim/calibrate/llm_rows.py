@@ -32,6 +32,7 @@ Mapping (each an assumption, stated in the results):
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from accelsim.errors import AccelsimError
 from accelsim.llm.engine import MAX_PREFILL_TOKENS
 from accelsim.llm.models import decoder, is_decoder
 from accelsim.profiles.devices import load_profile
+from accelsim.tomlfiles import MAX_TABLE_BYTES, read_text_file
 
 SOURCES = {"TRTLLM": "trtllm-0.17", "MLPERF": "mlperf-inference-4.1", "NEMO2407": "nemo-24.07",
            "FT": "fastertransformer"}
@@ -361,7 +363,7 @@ def _train_case(rid: str, source: str, model: str, hardware: str, knobs: dict[st
 def llm_cases(path: str | Path) -> tuple[list[LlmCase], list[Unexpressible]]:
     """Every row of the LLM measurement CSV at `path`, runnable or not (why)."""
     try:
-        table = pd.read_csv(path)
+        table = pd.read_csv(io.StringIO(read_text_file(path, MAX_TABLE_BYTES)))
     except (OSError, ValueError) as err:
         raise AccelsimError(f"{path}: cannot read the LLM measurements: {err}") from None
     cases: list[LlmCase] = []

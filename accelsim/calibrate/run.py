@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import os
 import platform
 import time
@@ -67,7 +66,8 @@ from accelsim.errors import AccelsimError
 from accelsim.profiles.devices import load_profile
 from accelsim.profiles.software import load_stack
 from accelsim.profiles.storage import load_storage
-from accelsim.results.files import write_atomic
+from accelsim.results.files import output_folder, write_atomic
+from accelsim.results.jsontext import json_text
 
 # What a budget measures: precisions, repeats per case, stream / disk bytes, JPEG decodes.
 PLAN = {
@@ -189,11 +189,7 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
         raise AccelsimError(f"calibration budget '{budget}': choose one of {', '.join(BUDGETS)}")
     plan = PLAN[budget]
     clock: Clock = time.process_time if cpu_time else time.perf_counter
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise AccelsimError(f"calibrate --out {out_dir}: cannot create the folder "
-                            f"({err.strerror or err})") from None
+    out_dir = output_folder(out_dir, "calibrate --out")
     cases = kernel_cases(budget)
     n_torch = len(cases) * 2 * plan["passes"] if torch else 0
     steps = 5 + len(cases) * len(plan["precisions"]) * plan["passes"] + n_torch
@@ -286,7 +282,7 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
         "files": {k: str(v) for k, v in result.files.items()},
     }
     result.files["summary"] = out_dir / "calibration.json"
-    write_atomic(result.files["summary"], json.dumps(result.summary, indent=1) + "\n")
+    write_atomic(result.files["summary"], json_text(result.summary, indent=1) + "\n")
     return result
 
 

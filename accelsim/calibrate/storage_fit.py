@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -29,6 +30,7 @@ import numpy as np
 from accelsim.profiles.emulation import load_emulation
 from accelsim.profiles.storage_systems import FsClass, StorageSystem, load_storage_system
 from accelsim.sim.storage_system.sizing import closed_form
+from accelsim.tomlfiles import MAX_TABLE_BYTES, read_text_file
 
 MIB = 2 ** 20  # DLIO's train_io_mean_MB_per_second is samples/s x record bytes / 1024 / 1024
 _HARDWARE = re.compile(r"storage system '([^/']+)/(unet3d|resnet50|cosmoflow)[-_/](a100|h100)'"
@@ -83,7 +85,7 @@ class StorageRow:
 def mlperf_storage_rows(path: str | Path) -> list[StorageRow]:
     """The MLPerf Storage rows of a calibration CSV (ids MLPERF-STORAGE-*)."""
     rows = []
-    with open(path, newline="", encoding="utf-8") as f:
+    with io.StringIO(read_text_file(path, MAX_TABLE_BYTES), newline="") as f:
         for r in csv.DictReader(f):
             if not r["id"].startswith("MLPERF-STORAGE"):
                 continue

@@ -3,16 +3,14 @@ profiles (a CPU device, a numpy software stack, a storage medium; PyTorch where 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from accelsim.cli.common import cli, echo_json
 
 
 @cli.command()
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("calibration"), show_default=True,
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="calibration",
+              show_default=True,
               help="Folder for the profiles and calibration.json (created).")
 @click.option("--budget", type=click.Choice(["full", "tiny"]), default="full", hidden=True,
               help="tiny: a few small sizes in fp32 only (tests).")
@@ -21,14 +19,16 @@ from accelsim.cli.common import cli, echo_json
               "clock: on a host shared with other work, what the kernels take alone (run with "
               "OPENBLAS_NUM_THREADS=1 so that they use one thread).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-def calibrate(out_dir: Path, budget: str, no_torch: bool, cpu_time: bool,
+def calibrate(out_dir: str, budget: str, no_torch: bool, cpu_time: bool,
               as_json: bool) -> None:
     """Measure this host (GEMMs, convolutions, attention, normalisation and elementwise ops
     through the numpy kernels, a memory stream, disk reads, JPEG decode) and write profiles
     for `simulate --hw OUT/host-cpu.toml --software OUT/numpy-host.toml`."""
     from accelsim.calibrate.run import calibrate as run_calibration
+    from accelsim.results.files import output_folder
 
-    result = run_calibration(out_dir, budget=budget, progress=not as_json, torch=not no_torch,
+    folder = output_folder(out_dir, "calibrate --out")  # the text: "" is not Path("") = "."
+    result = run_calibration(folder, budget=budget, progress=not as_json, torch=not no_torch,
                              cpu_time=cpu_time)
     s = result.summary
     if as_json:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -110,16 +109,11 @@ def resolve(workload: str, batch: int | None, precision: str | None, seq_len: in
                                                      mode=mode, input=knobs)
 
 
-def echo_json(obj: dict[str, Any]) -> None:
-    click.echo(json.dumps(obj, indent=2, default=_json_default))
+def echo_json(obj: Any) -> None:
+    """Print `obj` as JSON: never NaN or Infinity (`accelsim.results.jsontext`)."""
+    from accelsim.results.jsontext import json_text
 
-
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "item"):  # numpy scalars
-        return o.item()
-    if isinstance(o, tuple):
-        return list(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+    click.echo(json_text(obj))
 
 
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:

@@ -6,7 +6,6 @@ table (one row per hardware), and optionally as CSV, JSON, a bar figure and a ro
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,10 @@ from typing import Any
 import click
 import pandas as pd
 
-from accelsim.cli.common import cli
+from accelsim.cli.common import cli, echo_json
 from accelsim.cli.options import cli_knobs, knob_options
 from accelsim.errors import AccelsimError
+from accelsim.results.csvtext import csv_text
 from accelsim.results.files import write_atomic
 
 HW_HELP = ("Devices or systems separated by commas (e.g. a100,tpu-v3,alveo-u250,edge-tpu,"
@@ -161,7 +161,12 @@ def compare(workload: str, hardware: str, fallback: bool, csv_path: str | None,
     runs = compare_runs(workload, hardware, fallback=fallback, **cli_knobs(kw))
     frame = rows_frame(runs)
     if csv_path:
-        write_atomic(csv_path, frame.to_csv(index=False))
+        write_atomic(csv_path, csv_text(frame))
+    left_out = [r for r in frame.to_dict(orient="records") if not _missing(r["error"])]
+    if len(left_out) == len(frame):
+        first = left_out[0] if left_out else {"hardware": "-", "error": "no hardware given"}
+        raise AccelsimError(f"every one of the {len(frame)} devices was left out; the first: "
+                            f"{first['hardware']}: {first['error']}")
     if plot_path:
         from accelsim.plots.compare import compare_figure
         from accelsim.plots.style import save_figure
@@ -180,6 +185,6 @@ def compare(workload: str, hardware: str, fallback: bool, csv_path: str | None,
                  "kernel on each device's roofline")
         save_figure(roofline_figure(layers, roofs, title, not_drawn), roofline_path)
     if as_json:
-        click.echo(json.dumps(json_rows(frame), indent=2))
+        echo_json(json_rows(frame))
         return
     click.echo(render_table(frame))

@@ -13,8 +13,10 @@ from typing import Any
 import click
 
 from accelsim.cli.common import PRECISIONS
+from accelsim.errors import AccelsimError
 from accelsim.interconnect.collectives import ALGORITHMS
 from accelsim.interconnect.nccl import AUTO
+from accelsim.numbers import parse_float, parse_int, shown
 from accelsim.profiles.stack_choice import software_choices
 from accelsim.sim.knobs import KNOBS
 
@@ -55,7 +57,32 @@ _CHOICES: dict[str, Any] = {
     "checkpoint_mode": click.Choice(["sync", "async"]),
 }
 _INPUT_KNOBS = ("seq_len", "image_size")  # the common model inputs get their own flags
-_TYPES = {int: int, float: float, str: str}
+
+
+_NOT_FINITE = ("nan", "inf", "infinity")
+
+
+class _Number(click.ParamType):
+    """An int or float option read by the one number parser (`accelsim.numbers`): ASCII
+    digits, no '_' (click's own INT takes '1_0' and full-width digits, as int() does)."""
+
+    def __init__(self, kind: type) -> None:
+        self.kind = kind
+        self.name = "integer" if kind is int else "float"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return (parse_int if self.kind is int else parse_float)(value, self.name)
+        except AccelsimError:
+            if self.kind is float and value.strip().lower().lstrip("+-") in _NOT_FINITE:
+                self.fail(f"{shown(value)}: must be a finite number", param, ctx)
+            what = "a whole number" if self.kind is int else "a number"
+            self.fail(f"{shown(value)} is not {what} (ASCII digits, no '_')", param, ctx)
+
+
+_TYPES = {int: _Number(int), float: _Number(float), str: str}
 
 
 def _flag(name: str) -> str:
@@ -75,7 +102,7 @@ def knob_options(fn: Any, skip: tuple[str, ...] = ()) -> Any:
     """Add one option per knob (default None: the scenario's or system's value), the model
     input flags --seq-len and --image-size, and --set KNOB=VALUE for any other model input."""
     opts = [_option(k.name, k.help, k.kind) for k in KNOBS.values() if k.name not in skip]
-    opts += [click.option(_flag(n), n, type=int, default=None,
+    opts += [click.option(_flag(n), n, type=_TYPES[int], default=None,
                           help=f"Model input: {n.replace('_', ' ')}.") for n in _INPUT_KNOBS]
     for opt in reversed(opts):
         fn = opt(fn)

@@ -14,7 +14,7 @@ import click
 from accelsim.cli.common import echo_json
 from accelsim.errors import AccelsimError
 from accelsim.profiles.emulation import WORKLOADS, load_emulation
-from accelsim.sim.knobs import KNOBS, _in_range
+from accelsim.sim.knobs import KNOBS, check_range
 from accelsim.sim.mlperf_storage import emulate, max_accelerators
 
 # Knobs that mean something to an emulated run (the rest size a model, which DLIO runs none of).
@@ -57,7 +57,7 @@ def check_knobs(knobs: dict[str, Any], allowed: tuple[str, ...], what: str) -> N
                             f"drop {', '.join(extra)}")
     for name, value in knobs.items():
         if not isinstance(value, str):
-            _in_range(name, value, KNOBS[name].low, KNOBS[name].high)
+            check_range(name, value, KNOBS[name].low, KNOBS[name].high)
 
 
 def run_sizing(workload: str, hardware: str, accelerator: str | None, search: bool,

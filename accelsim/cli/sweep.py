@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import click
 import pandas as pd
 
-from accelsim.cli.common import cli
+from accelsim.cli.common import cli, echo_json
 from accelsim.cli.simulate import HW_HELP
 from accelsim.errors import AccelsimError
 from accelsim.explore.grid import expand_axis
@@ -84,10 +83,16 @@ def sweep(workload: str, hardware: str, settings: tuple[str, ...], csv_path: str
                    resume=resume_path, progress=False if quiet else None, fallback=fallback,
                    **knobs)
     failed = int(df["error"].notna().sum())
+    damaged = df.attrs.get("points_damaged") or {}
+    if damaged:
+        key, why = next(iter(damaged.items()))
+        click.echo(f"accelsim: {len(damaged)} stored points in {resume_path} were damaged and "
+                   f"were run again (the first: {why})", err=True)
     if csv_path:
+        from accelsim.results.csvtext import csv_text
         from accelsim.results.files import write_atomic
 
-        write_atomic(csv_path, df.to_csv(index=False))
+        write_atomic(csv_path, csv_text(df))
     if failed == len(df):
         raise AccelsimError(f"all {len(df)} points failed; the first: {df['error'].iloc[0]}")
     if plot_path:
@@ -95,8 +100,7 @@ def sweep(workload: str, hardware: str, settings: tuple[str, ...], csv_path: str
 
         plot_sweep(df, plot_path)
     if as_json:
-        click.echo(json.dumps({"workload": workload, "swept": df.attrs["swept"],
-                               "points": _json_rows(df)}, indent=2))
+        echo_json({"workload": workload, "swept": df.attrs["swept"], "points": _json_rows(df)})
     else:
         click.echo(table(df))
     if failed:

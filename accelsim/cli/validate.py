@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from accelsim.cli.common import cli, echo_json
+from accelsim.errors import AccelsimError
 
 
 def _pct(x: float) -> str:
@@ -33,6 +34,7 @@ def validate(measurements: str, do_fit: bool, out_dir: str, folds: int, by_devic
     sim_profile, sim_software, sim_model, sim_mode, sim_batch, sim_precision, sim_metric) and
     print predicted vs measured, the median and worst error, and the rows it could not
     express, with the reason. Example: workloads/validate-example.csv."""
+    from accelsim.results.files import output_folder
     from accelsim.validation.measurements import read_measurements
     from accelsim.validation.run import (
         error_stats,
@@ -42,9 +44,15 @@ def validate(measurements: str, do_fit: bool, out_dir: str, folds: int, by_devic
         write_calibrated,
     )
 
+    if do_fit:  # before the fit: "" is not Path("") = ".", and a bad folder fails at once
+        output_folder(out_dir, "validate --out")
     rows, rejected = read_measurements(measurements)
     table, failed = predict_rows(rows)
     skipped = rejected + failed
+    if not len(table):  # nothing to report: an error, as compare and sweep say it
+        first = f"; the first: {skipped[0][0]}: {skipped[0][1]}" if skipped else ""
+        raise AccelsimError(f"{measurements}: none of its {len(skipped)} rows could be "
+                            f"predicted{first}")
     stats = error_stats(table["error"].to_numpy() if len(table) else [])
     record: dict = {"file": measurements, "predicted": table.to_dict(orient="records"),
                     "stats": stats, "not_expressed": [{"id": i, "reason": why}

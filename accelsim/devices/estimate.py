@@ -187,13 +187,25 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     if tf32 is not None and "tf32" not in peaks:  # (the knob is refused at other precisions)
         notes.append(f"--tf32 {'on' if tf32 else 'off'} changes nothing here: {profile.name} "
                      "has no TF32 matrix units, its fp32 GEMMs run in fp32")
+    if mode == "train" and used.startswith("int"):
+        # NB: costed as asked (every GEMM at the integer rate); said, since no framework
+        # trains in integers (gradients and the update need a float format).
+        notes.append(f"training at {used}: every forward and backward GEMM is costed at the "
+                     f"{used} rate, but gradients and the optimizer update need a float "
+                     "format (no framework trains in integers): read the figures as a bound")
     if unsupported:
         notes.append(f"{len(unsupported)} op kinds have no cost formula and are not costed: "
                      f"{', '.join(unsupported)}")
+    step_time_s = float(layers["time_s"].sum())
+    if not step_time_s > 0:  # a graph of reshapes and aliases only: no rate to divide by
+        source = graph.meta.get("source_file") or graph.name
+        raise AccelsimError(f"{source}: every costed op takes 0 s on {profile.name} (the "
+                            "graph does no arithmetic and moves no data), so it has no "
+                            "throughput to report")
     return DeviceEstimate(
         device=profile.name, device_class=profile.device_class, mode=mode, batch_size=batch,
         precision=precision, software=asked, layers=layers,
-        step_time_s=float(layers["time_s"].sum()), energy_j=float(layers["energy_j"].sum()),
+        step_time_s=step_time_s, energy_j=float(layers["energy_j"].sum()),
         bottleneck=bottleneck(layers), memory=memory, unsupported_ops=unsupported,
         compute_precision=used, software_applied=stack.name, notes=notes,
         host_energy_j=float(layers["host_energy_j"].sum()) if "host_energy_j" in layers else 0.0,

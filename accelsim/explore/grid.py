@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.errors import AccelsimError
+from accelsim.numbers import shown
 from accelsim.profiles.hardware import resolve_hardware
-from accelsim.sim.knobs import KNOBS, knob_names, parse_knob_values
+from accelsim.sim.knobs import KNOBS, check_range, knob_names, parse_knob_values
 from accelsim.workload.scenario import Scenario, resolve_workload
 
 MAX_POINTS = 1_000_000  # NB: a ceiling on one sweep (about 3 h of inference points on 1 core)
@@ -107,6 +108,7 @@ def make_grid(workload: str | Scenario, hw: str | Sequence[str],
     for name, value in knobs.items():
         if _is_axis(value):
             axes[name] = _nonempty(name, _values(name, value))
+            _check_range(name, axes[name])
         else:
             fixed[name] = _plain(value)
     size = math.prod(len(values) for values in axes.values())
@@ -115,6 +117,17 @@ def make_grid(workload: str | Scenario, hw: str | Sequence[str],
         raise AccelsimError(f"a sweep of {size:,} points ({shape}) is over the limit of "
                             f"{MAX_POINTS:,}: sweep fewer values")
     return Grid(workload, scenario, axes, fixed)
+
+
+def _check_range(name: str, values: list[Any]) -> None:
+    """Every number of a knob's axis inside the knob's range, before anything runs (a value no
+    point could take, such as batch -1, would fail every point it is in)."""
+    knob = KNOBS.get(name)
+    if knob is None or knob.kind not in (int, float):
+        return
+    for v in values:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            check_range(name, v, knob.low, knob.high)
 
 
 def _is_axis(value: Any) -> bool:
@@ -130,8 +143,15 @@ def _values(name: str, value: Any) -> list[Any]:
 
 
 def _nonempty(name: str, values: list[Any]) -> list[Any]:
+    """`values`, which must be some and each once (a repeat would run the same points twice)."""
     if not values:
         raise AccelsimError(f"{name}: an empty list of values gives no points")
+    seen: set[str] = set()
+    for v in values:
+        key = repr(v)
+        if key in seen:
+            raise AccelsimError(f"{name}: {shown(v)} is listed twice; give each value once")
+        seen.add(key)
     return values
 
 

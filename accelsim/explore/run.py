@@ -27,6 +27,7 @@ import dataclasses
 import multiprocessing
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -39,6 +40,7 @@ from accelsim.devices.precision import fallback_note, fallback_precision
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.explore.grid import Grid, Point, make_grid
 from accelsim.explore.store import ResumeStore
+from accelsim.numbers import is_int_text, shown
 from accelsim.results.summary import ROW_COLUMNS, error_row, flat_row
 from accelsim.run import SimulationConfig, run_simulation
 from accelsim.sim.knobs import make_config
@@ -48,6 +50,9 @@ MAX_WORKERS = 64  # NB: processes on one machine; a larger pool belongs on a Das
 CHUNKS_PER_SLOT = 8  # Dask: chunks per worker thread, enough to balance uneven points
 MAX_CHUNK = 16  # Dask: points per chunk at most
 DASK_WAIT_S = 60.0  # how long to wait for a Dask cluster to have a worker
+DASK_LOST_S = 60.0  # how long a sweep waits with no worker left before it fails
+DASK_POLL_S = 1.0  # how often a waiting sweep asks the scheduler for its workers
+DASK_IDLE_S = 0.02  # NB: the wait between looks for a finished chunk (a point takes longer)
 Chunk = list[tuple[int, dict[str, Any]]]  # (point index, row)
 NO_FALLBACK_KEY = "|no-fallback"  # appended to a point's store key under fallback=False
 
@@ -85,7 +90,8 @@ def sweep(workload: str | Scenario, hw: str | Sequence[str], *, workers: int = 1
             store.close()
     frame = pd.DataFrame(rows, columns=columns(grid))
     frame.attrs.update(swept=grid.swept, points_run=len(todo),
-                       points_resumed=len(points) - len(todo))
+                       points_resumed=len(points) - len(todo),
+                       points_damaged=dict(store.damaged) if store is not None else {})
     return frame
 
 
@@ -220,12 +226,12 @@ def _on_dask(cleanup: contextlib.ExitStack, scheduler: Any, workload: str | Scen
     """Chunks of rows from a Dask cluster (an address or a `distributed.Client`)."""
     try:
         from distributed import Client
-        from distributed import as_completed as dask_completed
     except ImportError:
         raise AccelsimError("--scheduler needs Dask: pip install 'accelsim[distributed]'") \
             from None
     client = scheduler
     if not hasattr(scheduler, "submit"):
+        check_address(scheduler)  # before Client(): a failed one stalls 20 s at exit
         try:
             client = Client(scheduler, timeout="10s", set_as_default=False)
         except (OSError, TimeoutError, ValueError) as err:
@@ -241,4 +247,58 @@ def _on_dask(cleanup: contextlib.ExitStack, scheduler: Any, workload: str | Scen
                              pure=False)
                for chunk in _chunked(todo, max(1, slots))]
     cleanup.callback(client.cancel, futures)
-    return _results(dask_completed(futures, loop=client.loop))
+    return _results(_dask_finished(client, futures, scheduler))
+
+
+def check_address(scheduler: Any) -> None:
+    """A Dask scheduler address Dask can connect to (tcp://HOST:PORT, tls://, or HOST:PORT);
+    AccelsimError (one line) for anything else."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import backends
+
+    def bad(why: str) -> AccelsimError:
+        return AccelsimError(f"Dask scheduler {shown(scheduler)}: {why}; write an address "
+                             "such as tcp://HOST:8786")
+
+    if not isinstance(scheduler, str) or not scheduler.strip():
+        raise bad("not an address")
+    try:
+        scheme, location = parse_address(scheduler)
+    except ValueError as err:
+        raise bad(str(err)[:100]) from None
+    if scheme not in backends:
+        raise bad(f"unknown protocol '{scheme[:20]}' (Dask has {', '.join(sorted(backends))})")
+    if scheme in ("tcp", "tls"):
+        port_text = location.rpartition(":")[2]
+        try:
+            host, port = parse_host_port(location)
+        except (ValueError, TypeError) as err:
+            raise bad(str(err)[:100]) from None
+        if not host or not is_int_text(port_text) or not 1 <= int(port) <= 65535:
+            raise bad("needs a host and a port from 1 to 65535")
+
+
+def _dask_finished(client: Any, futures: list[Any], scheduler: Any) -> Iterator[Any]:
+    """The futures as they finish. A worker lost mid-sweep: Dask runs its points again on the
+    others (a point whose workers keep dying fails, KilledWorker); with no worker left for
+    DASK_LOST_S, the sweep stops with an error instead of waiting for ever."""
+    from distributed import as_completed as dask_completed
+
+    finished = dask_completed(futures, loop=client.loop)
+    checked_s = workers_seen_s = time.monotonic()
+    while not finished.is_empty():
+        if finished.has_ready():
+            yield from finished.next_batch(block=False)
+            continue
+        time.sleep(DASK_IDLE_S)
+        now = time.monotonic()
+        if now - checked_s < DASK_POLL_S:
+            continue
+        checked_s = now
+        if client.scheduler_info().get("workers"):
+            workers_seen_s = now
+        elif now - workers_seen_s > DASK_LOST_S:
+            raise AccelsimError(f"Dask scheduler {scheduler}: every worker was lost and none "
+                                f"joined in {DASK_LOST_S:.0f} s; {finished.count()} chunks of "
+                                "points did not finish (the finished ones are kept in the "
+                                "resume store, if any)")

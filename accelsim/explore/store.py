@@ -3,11 +3,16 @@
     with ResumeStore("sweep.sqlite") as store:
         done = store.finished(keys)          # key -> row, for the keys already stored
         store.put(key, row)                  # committed before it returns
+        store.damaged                        # key -> why its stored row was not taken
 
 Each point is committed on its own as soon as it finishes (WAL journal), so a sweep killed at
 any moment, SIGKILL included, loses no finished point; rerunning it with the same file skips
 them. The file is a cache keyed by point (`accelsim.explore.grid.point_key`), so one file can
 serve several sweeps, and a sweep that grows reuses the points it shares with an earlier one.
+A stored row that is not one a sweep wrote (JSON `null`, a negative or infinite figure: a
+file edited or damaged by hand) is not taken as a result: its point is run again, its row
+replaced, and `damaged` says why.
+
 NB: the key names the workload and hardware, not the contents of their files or the version
 of the model: after changing either, start a new file.
 """
@@ -36,6 +41,32 @@ CREATE TABLE IF NOT EXISTS points (
 );
 """
 PARQUET = (".parquet", ".pq")
+# Row columns that are figures: a number there is from 0 to MAX_FIGURE (or NaN: not
+# applicable). NB: 1e30 is past any figure a run gives (FLOPs of the largest model at the
+# largest batch are ~1e25); beyond it a row was edited or damaged.
+MAX_FIGURE = 1e30
+_FIGURE_ENDS = ("_s", "_per_s", "_j", "_w", "_bytes", "_per_j", "_per_sample", "utilization",
+                "mfu", "offered_load", "largest_batch_that_fits")
+
+
+def damage(text: str) -> str | None:
+    """Why a stored row's JSON `text` is not a row a sweep wrote (None: it is one): not a
+    JSON object (`null`, a list), no hardware, or a figure that is negative or infinite."""
+    try:
+        row = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as err:
+        return f"not JSON ({str(err)[:80]})"
+    if not isinstance(row, dict):
+        return f"not a row but {type(row).__name__ if row is not None else 'null'}"
+    if not isinstance(row.get("hardware"), str):
+        return "no hardware"
+    for k, v in row.items():
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            continue
+        if (k.endswith(_FIGURE_ENDS) or k.startswith("stall_")) and not (
+                v != v or 0 <= v <= MAX_FIGURE):  # NaN: not applicable
+            return f"{k} = {v!r}"
+    return None
 
 
 class ResumeStore:
@@ -43,6 +74,7 @@ class ResumeStore:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self.damaged: dict[str, str] = {}  # key -> why its stored row was not taken
         if self.path.suffix.lower() in PARQUET:
             raise AccelsimError(
                 f"--resume {self.path}: Parquet is not supported as a resume store (a Parquet "
@@ -83,18 +115,24 @@ class ResumeStore:
         except sqlite3.Error as err:
             raise AccelsimError(f"--resume {self.path}: cannot read: {err}") from None
         wanted = None if keys is None else set(keys)
-        try:
-            return {key: json.loads(row) for key, row in stored
-                    if wanted is None or key in wanted}
-        except (TypeError, ValueError) as err:
-            raise AccelsimError(f"--resume {self.path}: a stored point is damaged ({err}); "
-                                "start a new file") from None
+        rows = {}
+        for key, text in stored:
+            if wanted is not None and key not in wanted:
+                continue
+            why = damage(text)
+            if why is None:
+                rows[key] = json.loads(text)
+            else:
+                self.damaged[key] = why
+        return rows
 
     def put(self, key: str, row: dict[str, Any]) -> None:
-        """Store one finished point and commit; a key already stored is left as it is."""
+        """Store one finished point and commit; a key already stored is left as it is, unless
+        its row was damaged (`damaged`): it is replaced."""
+        verb = "REPLACE" if key in self.damaged else "IGNORE"
         try:
             with self._db:
-                self._db.execute("INSERT OR IGNORE INTO points VALUES (?, ?, ?, ?)",
+                self._db.execute(f"INSERT OR {verb} INTO points VALUES (?, ?, ?, ?)",
                                  (key, json.dumps(row), os.getpid(), time.time()))
         except sqlite3.Error as err:
             raise AccelsimError(f"--resume {self.path}: cannot store a point: {err}") from None

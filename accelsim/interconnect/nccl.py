@@ -24,6 +24,7 @@ import pandas as pd
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.interconnect.collectives import bus_factor, op_algorithms
 from accelsim.interconnect.collectives import collective_time_s as closed_form_s
+from accelsim.numbers import is_float_text, shown
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.links import Link
 
@@ -119,10 +120,10 @@ def parse_sizes(text: str) -> list[int]:
     size alone is one row. K, M, G, T are powers of 1024, as in nccl-tests."""
     parts = text.split(":")
     if len(parts) not in (1, 2):
-        raise AccelsimError(f"--sizes {text!r}: give SIZE or FIRST:LAST, e.g. 8B:8GB")
+        raise AccelsimError(f"--sizes {shown(text)}: give SIZE or FIRST:LAST, e.g. 8B:8GB")
     low, high = (parse_size(p, text) for p in (parts[0], parts[-1]))
     if low > high:
-        raise AccelsimError(f"--sizes {text!r}: the first size is larger than the last")
+        raise AccelsimError(f"--sizes {shown(text)}: the first size is larger than the last")
     out, size = [], low
     while size <= high:
         out.append(size)
@@ -135,18 +136,17 @@ def parse_size(part: str, text: str, flag: str = "--sizes") -> int:
     s = part.strip().upper().replace(" ", "")
     digits = s.rstrip("KMGTIB")
     unit = s[len(digits):]
-    try:
-        value = float(digits)
-    except ValueError:
-        value = float("nan")
+    # NB: the one number rule (`accelsim.numbers`): ASCII digits, no '_', no e notation.
+    value = float(digits) if is_float_text(digits) and "E" not in digits else float("nan")
     if unit not in _SIZE_UNITS or not value >= 1 or value != value:
-        raise AccelsimError(f"{flag} {text!r}: {part!r} is not a size such as 8B, 64KB, "
-                            "128MB or 8GB")
+        raise AccelsimError(f"{flag} {shown(text)}: {shown(part)} is not a size such as 8B, "
+                            "64KB, 128MB or 8GB")
     n_bytes = value * _SIZE_UNITS[unit]
     if n_bytes > MAX_MESSAGE_BYTES:
-        raise AccelsimError(f"{flag} {text!r}: {part!r} is over the 1 TiB limit")
+        raise AccelsimError(f"{flag} {shown(text)}: {shown(part)} is over the 1 TiB limit")
     if n_bytes != int(n_bytes):
-        raise AccelsimError(f"{flag} {text!r}: {part!r} is not a whole number of bytes")
+        raise AccelsimError(f"{flag} {shown(text)}: {shown(part)} is not a whole number of "
+                            "bytes")
     return int(n_bytes)
 
 

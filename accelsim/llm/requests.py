@@ -13,6 +13,7 @@ model's context (a prompt keeps room for one output token).
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
 
@@ -20,10 +21,17 @@ import numpy as np
 
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.llm.engine import Requests
+from accelsim.numbers import is_float_text, is_int_text, shown
+from accelsim.tomlfiles import read_text_file
 
 LENGTH_DISTS = ("fixed", "uniform", "exponential")
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 MAX_TRACE_ROWS = 10_000_000
+# NB: the largest trace file read: 10 million rows of about 50 bytes.
+MAX_TRACE_BYTES = 1 << 29
+# NB: the latest arrival read, 1e9 s (~30 years): at 1e308 s the run's time spans overflowed
+# (energy per token came out infinite).
+MAX_ARRIVAL_S = 1e9
 
 
 def draw_requests(n: int, rate_per_s: float | None, prompt: int, output: int, dist: str,
@@ -50,24 +58,33 @@ def draw_requests(n: int, rate_per_s: float | None, prompt: int, output: int, di
     return Requests(arrival, p, o)
 
 
-def read_requests(path: str, context: int) -> Requests:
+def read_requests(path: str | Path, context: int) -> Requests:
     """Requests from a CSV trace with the header `TRACE_COLUMNS`, one request per row, in
     arrival order. Bad rows raise ConfigError naming the file, the row's field and value."""
+    text = read_text_file(path, MAX_TRACE_BYTES)
     try:
-        with open(Path(path), newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        table = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as err:
         raise AccelsimError(f"{path}: cannot read the request trace: {err}") from None
-    if not rows or sorted(rows[0]) != sorted(TRACE_COLUMNS):
-        found = sorted(rows[0]) if rows else []
-        raise ConfigError(path, "<header>", found, f"expected the columns "
+    header = [h.strip() for h in table[0]] if table else []
+    if not table[1:] or sorted(header) != sorted(TRACE_COLUMNS):
+        raise ConfigError(path, "<header>", sorted(header), f"expected the columns "
                           f"{', '.join(TRACE_COLUMNS)} and at least one row")
+    rows = []
+    for i, cells in enumerate(table[1:], start=2):  # line numbers: the header is line 1
+        if len(cells) != len(header):
+            raise ConfigError(path, f"line {i}", ",".join(cells)[:80], f"has {len(cells)} "
+                              f"cells; the header has {len(header)}")
+        rows.append(dict(zip(header, cells, strict=True)))
     if len(rows) > MAX_TRACE_ROWS:
         raise ConfigError(path, "<rows>", len(rows), f"at most {MAX_TRACE_ROWS:,} requests")
     arrival, prompt, output = [], [], []
     last = 0.0
     for i, row in enumerate(rows, start=2):  # line numbers: the header is line 1
         t = _number(path, i, "arrival_s", row["arrival_s"], float)
+        if t > MAX_ARRIVAL_S:
+            raise ConfigError(str(path), f"line {i} arrival_s", row["arrival_s"].strip()[:40],
+                              f"at most {MAX_ARRIVAL_S:g} s (a trace of about 30 years)")
         if t < last:
             raise ConfigError(path, f"line {i} arrival_s", t, f"before the previous row's "
                               f"{last:g} s: rows must be in arrival order")
@@ -83,11 +100,13 @@ def read_requests(path: str, context: int) -> Requests:
     return Requests(np.array(arrival), np.array(prompt), np.array(output))
 
 
-def _number(path: str, line: int, field: str, text: str | None, kind: type) -> float:
-    try:
-        value = kind(str(text).strip())
-    except ValueError:
-        raise ConfigError(path, f"line {line} {field}", text, f"not {kind.__name__}") from None
+def _number(path: str | Path, line: int, field: str, text: str | None, kind: type) -> float:
+    ok = is_int_text if kind is int else is_float_text
+    if text is None or not ok(text):
+        raise ConfigError(str(path), f"line {line} {field}", shown(text)[1:-1],
+                          f"not {kind.__name__} (ASCII digits, no '_')")
+    value = kind(text.strip())
     if not math.isfinite(value) or value < 0:
-        raise ConfigError(path, f"line {line} {field}", text, "must be finite and >= 0")
+        raise ConfigError(str(path), f"line {line} {field}", shown(text)[1:-1],
+                          "must be finite and >= 0")
     return value

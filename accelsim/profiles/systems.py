@@ -175,6 +175,13 @@ def load_system(name_or_path: str | Path) -> System:
     h, acc, ln, st = v["host"], v["accelerator"], v["links"], v["storage"]
 
     cpu_inline = InlineCpu(**h["cpu"]) if isinstance(h["cpu"], dict) else None
+    if cpu_inline is None:
+        cpus = builtin_files("hw_profiles", "devices/*.toml")
+        # NB: a name that is no profile was taken as "no CPU profile" (the stand-in host):
+        # a typo or an upper-case name changed the figures without a word.
+        _check(h["cpu"] in cpus, src, "host.cpu", h["cpu"], "not a built-in CPU profile "
+               "(names are lower case, e.g. epyc-7763, xeon-8380); or define the CPU inline "
+               "as a [host.cpu] table")
     host = Host(cpu=cpu_inline.name if cpu_inline else h["cpu"], sockets=h["sockets"],
                 cores=h["cores"], dram_bytes=h["dram_bytes"],
                 dram_bandwidth_bytes_per_s=h["dram_bandwidth_bytes_per_s"],

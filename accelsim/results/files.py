@@ -1,9 +1,10 @@
 """Writing output files so that nothing is ever half-written: into a temporary file beside the
 target, flushed to disk, then renamed over it (atomic on POSIX). A crash or a kill leaves the
 old file or the new one, never a mix; an existing file is replaced only when the new one is
-complete.
+complete. A symlink at the target is replaced by the file, never written through.
 
     write_atomic("run.json", text)           # str or bytes
+    folder = output_folder(out, "--out")     # created; "" or a path under a file refused
     with atomic_path("fig.png") as tmp: fig.savefig(tmp)   # for writers that take a path
 """
 
@@ -59,6 +60,24 @@ def check_output_path(path: Path, what: str = "cannot write") -> None:
         raise AccelsimError(f"{what} {_short(path)}: not a regular file (a pipe or device)")
     if not path.parent.is_dir():
         raise AccelsimError(f"{what} {_short(path)}: no such folder '{_short(path.parent)}'")
+
+
+def output_folder(path: str | Path, what: str) -> Path:
+    """The folder `path` for output files, created with its parents; AccelsimError ("<what>
+    <path>: why", one line) for an empty path (which would be the current folder), a path
+    that is a file or lies under one, or a folder that cannot be made."""
+    if not str(path).strip():
+        raise AccelsimError(f"{what} '': give a folder (an empty path is not the current "
+                            "folder)")
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_dir():
+            raise AccelsimError(f"{what} {_short(path)}: is a file, not a folder")
+        path.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as err:  # ENOTDIR (under a file), EACCES, ENAMETOOLONG, NUL
+        raise AccelsimError(f"{what} {_short(path)}: cannot create the folder "
+                            f"({getattr(err, 'strerror', None) or err})") from None
+    return path
 
 
 def _short(path: Path) -> str:

@@ -12,10 +12,12 @@ mode it does not apply to is an error naming it, never silently dropped.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from accelsim.errors import AccelsimError, did_you_mean
+from accelsim.numbers import is_float_text, is_int_text, shown
 from accelsim.physical import (
     MAX_BATCH,
     MAX_DEVICES,
@@ -49,6 +51,12 @@ ALL_LLM = ("infer", "serve", "train")
 def _is_decoder(model: str) -> bool:
     """A decoder run's model: a decoder config file or a decoder name."""
     return is_config_path(model) or is_decoder(model)
+
+
+# NB: the smallest latency target: 1 us. A target of 0 ms no request can meet (goodput 0) is a
+# mistake, not a measurement.
+MIN_SLO_MS = 1e-3
+
 
 @dataclass(frozen=True)
 class Knob:
@@ -179,11 +187,11 @@ _KNOBS = (
     Knob("length_dist", "llm", "length_dist", str, SERVE,
          "decoder serving: prompt/output lengths fixed, uniform (1..2x mean) or exponential"),
     Knob("slo_ttft_ms", "llm", "slo_ttft_s", float, SERVE,
-         "decoder serving: time-to-first-token target for goodput, ms", scale=1e-3, low=0,
-         high=MAX_WAIT_MS),
+         "decoder serving: time-to-first-token target for goodput, ms", scale=1e-3,
+         low=MIN_SLO_MS, high=MAX_WAIT_MS),
     Knob("slo_tpot_ms", "llm", "slo_tpot_s", float, SERVE,
-         "decoder serving: time-per-output-token target for goodput, ms", scale=1e-3, low=0,
-         high=MAX_WAIT_MS),
+         "decoder serving: time-per-output-token target for goodput, ms", scale=1e-3,
+         low=MIN_SLO_MS, high=MAX_WAIT_MS),
     Knob("zero", "llm", "zero", int, TRAIN,
          "decoder training: ZeRO stage (0 none, 1 optimizer, 2 + gradients, 3 + weights)",
          low=0, high=3),
@@ -226,35 +234,38 @@ def knob_names(model: str | None = None) -> list[str]:
 
 def _convert(name: str, kind: type, value: Any) -> Any:
     """`value` as `kind`; strings are parsed (command line, sweep grids)."""
+    if kind is str and isinstance(value, os.PathLike):  # a file knob given as a Path
+        value = os.fspath(value)
     if isinstance(value, str) and kind is not str:
+        # NB: the one number rule (`accelsim.numbers`): ASCII digits, no '_', e notation for
+        # float knobs only.
         text = value.strip().lower()
-        try:
-            if kind is bool:
-                if text not in _TRUE + _FALSE:
-                    raise ValueError
-                return text in _TRUE
-            return kind(float(text)) if kind is int and "e" in text else kind(text)
-        except (ValueError, OverflowError):
-            raise AccelsimError(f"knob '{name}': {value!r} is not {_KIND_WORD[kind]}") from None
+        if kind is bool and text in _TRUE + _FALSE:
+            return text in _TRUE
+        if kind is int and is_int_text(text):
+            return int(text)
+        if kind is float and is_float_text(text):
+            return float(text)
+        raise AccelsimError(f"knob '{name}': {shown(value)} is not {_KIND_WORD[kind]}")
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
     if not ok:
-        raise AccelsimError(f"knob '{name}': {value!r} is not {_KIND_WORD[kind]}")
+        raise AccelsimError(f"knob '{name}': {shown(value)} is not {_KIND_WORD[kind]}")
     return value
 
 
 _KIND_WORD = {int: "a whole number", float: "a number", bool: "true or false", str: "a name"}
 
 
-def _in_range(name: str, value: Any, low: float | None, high: float | None) -> Any:
+def check_range(name: str, value: Any, low: float | None, high: float | None) -> Any:
     """`value` when it is finite and within [low, high]; else an error naming the knob."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise AccelsimError(f"knob '{name}' = {value!r}: must be a finite number")
+        raise AccelsimError(f"knob '{name}' = {shown(value)}: must be a finite number")
     if low is not None and value < low:
-        raise AccelsimError(f"knob '{name}' = {value!r}: must be at least {low:,}")
+        raise AccelsimError(f"knob '{name}' = {shown(value)}: must be at least {low:,}")
     if high is not None and value > high:
-        raise AccelsimError(f"knob '{name}' = {value!r}: must be at most {high:,}")
+        raise AccelsimError(f"knob '{name}' = {shown(value)}: must be at most {high:,}")
     return value
 
 
@@ -293,7 +304,7 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
     model_inputs = model_knobs(scenario.get("model", sc.model))
     for name, value in given.items():
         if name in model_inputs and name not in KNOBS:
-            inputs[name] = _in_range(name, _convert(name, int, value), 1, input_ceiling(name))
+            inputs[name] = check_range(name, _convert(name, int, value), 1, input_ceiling(name))
             continue
         if name not in KNOBS:
             names = knob_names(sc.model)
@@ -302,7 +313,7 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
         knob = KNOBS[name]
         value = _convert(name, knob.kind, value)
         if knob.kind in (int, float):
-            value = _in_range(name, value, knob.low, knob.high)
+            value = check_range(name, value, knob.low, knob.high)
         if mode not in knob.modes and not (mode in knob.decoder_modes
                                            and _is_decoder(scenario.get("model", sc.model))):
             also = (f" (and {' or '.join(knob.decoder_modes)} for a decoder)"
@@ -322,6 +333,9 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
             config[knob.field] = value
         else:
             parts[knob.target][knob.field] = value
+    if parts["llm"].get("overlap_tp") and parts["llm"].get("tp") == 1:
+        raise AccelsimError("knob 'overlap_tp' with tp 1: one GPU has no tensor-parallel "
+                            "all-reduce to overlap; drop --overlap-tp or set --tp above 1")
     scenario_mode = mode if mode in ("infer", "train") else None
     sc = sc.with_overrides(mode=scenario_mode, input=inputs, **scenario)
     config.pop("mode", None)

@@ -33,10 +33,15 @@ from pathlib import Path
 
 from accelsim.calibrate.stack_fit import Row
 from accelsim.errors import AccelsimError, DataFileError
+from accelsim.numbers import is_float_text, is_int_text, shown
 from accelsim.physical import MAX_BATCH, MAX_STEPS, input_ceiling
 from accelsim.profiles.software import DEFAULT
-from accelsim.tomlfiles import read_text_file
+from accelsim.tomlfiles import MAX_TABLE_BYTES, read_text_file
 
+# NB: the measured figures read: past any throughput, latency or energy a run gives (1e30),
+# and above 1e-30, so that predicted / measured stays finite; 1e308 or 5e-324 is a damaged
+# cell, not a measurement.
+MIN_MEASURED, MAX_MEASURED = 1e-30, 1e30
 REQUIRED = ("value", "sim_profile", "sim_software", "sim_model", "sim_mode", "sim_batch",
             "sim_precision", "sim_metric")
 OPTIONAL = ("id", "sim_seq_len", "sim_optimizer", "sim_accumulation")
@@ -53,10 +58,9 @@ def _whole(text: str, column: str, high: int, default: int | None = None,
         if required:
             raise ValueError(f"{column} is empty: a whole number >= 1 is needed")
         return default
-    try:
-        n = int(text)
-    except ValueError:
-        raise ValueError(f"{column} {text!r} is not a whole number") from None
+    if not is_int_text(text):
+        raise ValueError(f"{column} {shown(text)} is not a whole number (ASCII digits, no '_')")
+    n = int(text)
     if n < 1:
         raise ValueError(f"{column} {n} must be >= 1")
     if n > high:
@@ -82,12 +86,12 @@ def row_from(cells: dict[str, str], line: int) -> Row:
     from accelsim.workload.zoo import model_names
 
     get = {k: (cells.get(k) or "").strip() for k in (*REQUIRED, *OPTIONAL)}
-    try:
-        measured = float(get["value"])
-    except ValueError:
-        raise ValueError(f"value {get['value']!r} is not a number") from None
-    if not (math.isfinite(measured) and measured > 0):
-        raise ValueError(f"value {get['value']!r} must be a positive number")
+    if not is_float_text(get["value"]):
+        raise ValueError(f"value {shown(get['value'])} is not a number (ASCII digits, no '_')")
+    measured = float(get["value"])
+    if not (math.isfinite(measured) and MIN_MEASURED <= measured <= MAX_MEASURED):
+        raise ValueError(f"value {shown(get['value'])} must be a positive number from "
+                         f"{MIN_MEASURED:g} to {MAX_MEASURED:g}")
     if get["sim_model"] not in model_names():
         raise ValueError(f"sim_model {get['sim_model']!r} is not a zoo model")
     if get["sim_mode"] not in MODES:
@@ -113,7 +117,7 @@ def row_from(cells: dict[str, str], line: int) -> Row:
 def read_measurements(path: str | Path) -> tuple[list[Row], list[tuple[str, str]]]:
     """(rows the model can express, [(row id, reason)] for the others). The Row's `workload`
     holds the sim_profile as written (what --hw takes)."""
-    text = read_text_file(path)
+    text = read_text_file(path, MAX_TABLE_BYTES)
     try:
         reader = csv.DictReader(text.splitlines())
         header = reader.fieldnames or []

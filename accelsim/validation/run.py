@@ -41,6 +41,8 @@ from accelsim.calibrate.stack_fit import (
 from accelsim.errors import AccelsimError
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import DEFAULT, MAX_MODIFIER, builtin_stacks
+from accelsim.results.files import output_folder, write_atomic
+from accelsim.tomlfiles import read_text_file
 
 MODIFIERS = {"tensor_core": "tensor_core_efficiency", "cuda_core": "cuda_core_efficiency",
              "dram_bandwidth": "dram_bandwidth_efficiency"}
@@ -193,12 +195,12 @@ def write_calibrated(result: FitResult, out_dir: Path, source: str) -> list[Path
     fitted values and `fitted:` sources naming `source`; returns the paths."""
     from accelsim.datafiles import builtin_files
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_folder(out_dir, "validate --out")
     builtins = builtin_files("hw_profiles", "software/*.toml")
     written = []
     for stack in result.stacks:
         path = Path(builtins[stack]) if stack in builtins else Path(stack)
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path)
         text = re.sub(r"(?m)^(aliases|default_for) = .*\n", "", text)  # names of the built-in
         note = (f"fitted: accelsim validate --fit on {result.rows} rows of {source} (GPU class "
                 "factors folded into the modifiers)")
@@ -215,8 +217,7 @@ def write_calibrated(result: FitResult, out_dir: Path, source: str) -> list[Path
             else:
                 text = text.rstrip("\n") + f'\n"{dotted}" = "{note}"\n'
         target = out_dir / f"{path.stem}-calibrated.toml"
-        target.write_text(f"# Calibrated by accelsim validate --fit on {source}.\n" + text,
-                          encoding="utf-8")
+        write_atomic(target, f"# Calibrated by accelsim validate --fit on {source}.\n" + text)
         written.append(target)
     return written
 

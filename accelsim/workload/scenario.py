@@ -136,6 +136,11 @@ def _validated(s: Scenario, src: str) -> Scenario:
         high = input_ceiling(key)
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
             raise ConfigError(src, f"input.{key}", value, f"must be an integer from 1 to {high:,}")
+    datasets = builtin_files("hw_profiles", "datasets/*.toml")
+    if s.dataset is not None and s.dataset not in datasets and not s.dataset.endswith(".toml"):
+        # checked even where the run reads no data (a device alone): never accepted unread
+        raise ConfigError(src, "data.dataset", s.dataset, "not a built-in dataset "
+                          f"({', '.join(sorted(datasets))}) nor a dataset file (.toml)")
     p = s.pipeline
     for key in ("io_threads", "prep_workers"):
         if getattr(p, key) < 1:
@@ -148,6 +153,8 @@ def _validated(s: Scenario, src: str) -> Scenario:
     try:
         s.graph()
     except AccelsimError as err:
+        if not s.input and str(err).startswith(f"{s.model}:"):
+            raise  # a model file's own error, naming it: not wrapped in "field 'input' = {}"
         raise ConfigError(src, "input", s.input, f"the model cannot be built: {err}") from None
     return s
 

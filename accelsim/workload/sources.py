@@ -22,6 +22,7 @@ knobs.
 from __future__ import annotations
 
 import importlib
+import stat
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -93,17 +94,24 @@ def model_graph(model: str, **knobs: Any) -> Graph:
         return build_model(model, **knobs)
     path = Path(model)
     try:
-        mtime_ns = path.stat().st_mtime_ns
-    except OSError as err:
+        info = path.stat()
+    except (OSError, ValueError) as err:
         raise AccelsimError(f"{model}: cannot read the model file: "
-                            f"{err.strerror or err}") from None
-    return _file_graph(str(path.resolve()), mtime_ns, tuple(sorted(knobs.items())))
+                            f"{getattr(err, 'strerror', None) or err}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise AccelsimError(f"{model}: is a directory, not a model file")
+    if not stat.S_ISREG(info.st_mode):  # a FIFO, a device (a symlink to /dev/zero)
+        raise AccelsimError(f"{model}: is not a regular file (a pipe, socket or device)")
+    # NB: the importer is the given name's (a symlink's target may have another suffix)
+    return _file_graph(str(path.resolve()), Path(model).suffix.lower(), info.st_mtime_ns,
+                       tuple(sorted(knobs.items())))
 
 
 @lru_cache(maxsize=16)
-def _file_graph(path: str, mtime_ns: int, knobs: tuple[tuple[str, Any], ...]) -> Graph:
+def _file_graph(path: str, suffix: str, mtime_ns: int,
+                knobs: tuple[tuple[str, Any], ...]) -> Graph:
     del mtime_ns  # part of the cache key only: an edited file is read again
-    return _importer(path).read_graph(Path(path), **dict(knobs))
+    return _importer(f"model{suffix}").read_graph(Path(path), **dict(knobs))
 
 
 def file_weights(graph: Graph) -> dict[str, dict[str, np.ndarray]] | None:

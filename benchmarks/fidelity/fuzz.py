@@ -37,20 +37,24 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
 
 RESULTS = ROOT / "benchmarks" / "results" / "fuzz.md"
+SURFACE_RESULTS = ROOT / "benchmarks" / "results" / "fuzz_surfaces.md"
 HANG_S = 60.0  # per simulation: the issue's "hung for over a minute"
 MEMORY_LIMIT_BYTES = 8 * 2**30  # per worker: a runaway allocation is a MemoryError, not OOM
 RESTART_EVERY = 500  # cases per worker process (caches grow with every distinct model input)
 
 
-def case_for(seed: int, index: int) -> Any:
-    """Case `index` of the run seeded `seed` (deterministic)."""
+def case_for(seed: int, index: int, surfaces: bool = False) -> Any:
+    """Case `index` of the run seeded `seed` (deterministic); `surfaces`: of the surfaces
+    added after the first round (ONNX, SCALE-Sim, traces, measurements, stores, grids)."""
     from fuzzing.mutate import RandomPicker
     from fuzzing.run import make_case
 
-    return make_case(RandomPicker(random.Random(f"accelsim-fuzz:{seed}:{index}")))
+    tag = "accelsim-fuzz-surfaces" if surfaces else "accelsim-fuzz"
+    return make_case(RandomPicker(random.Random(f"{tag}:{seed}:{index}")),
+                     "surfaces" if surfaces else None)
 
 
-def _worker(wid: int, seed: int, folder: str, conn: Any) -> None:
+def _worker(wid: int, seed: int, folder: str, conn: Any, surfaces: bool = False) -> None:
     """Run the case indices `conn` sends; send back ("start", index, t) then ("done", ...)."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
@@ -64,7 +68,7 @@ def _worker(wid: int, seed: int, folder: str, conn: Any) -> None:
         if done == RESTART_EVERY:  # retire: hand the case back for a fresh process
             conn.send(("retire", index))
             return
-        case = case_for(seed, index)
+        case = case_for(seed, index, surfaces)
         conn.send(("start", index, time.monotonic()))
         t0 = time.perf_counter()
         verdict = run_case(case, Path(folder) / f"w{wid}")
@@ -76,9 +80,9 @@ class Pool:
     """Worker processes, each with its own pipe (a killed worker cannot jam the others), fed
     one case index at a time, replaced when they hang, die or retire."""
 
-    def __init__(self, workers: int, seed: int, folder: str) -> None:
+    def __init__(self, workers: int, seed: int, folder: str, surfaces: bool = False) -> None:
         self.ctx = mp.get_context("spawn")
-        self.seed, self.folder = seed, folder
+        self.seed, self.folder, self.surfaces = seed, folder, surfaces
         self.procs: dict[int, Any] = {}
         self.conns: dict[int, Any] = {}
         self.busy: dict[int, tuple[int, float | None]] = {}  # wid -> (index, started)
@@ -90,7 +94,7 @@ class Pool:
         mine, theirs = self.ctx.Pipe()
         self.conns[wid] = mine
         self.procs[wid] = self.ctx.Process(target=_worker, args=(
-            wid, self.seed, self.folder, theirs), daemon=True)
+            wid, self.seed, self.folder, theirs, self.surfaces), daemon=True)
         self.procs[wid].start()
         theirs.close()
 
@@ -115,7 +119,8 @@ class Pool:
         return out
 
 
-def run(cases: int, seed: int, workers: int, first: int = 0) -> list[dict[str, Any]]:
+def run(cases: int, seed: int, workers: int, first: int = 0,
+        surfaces: bool = False) -> list[dict[str, Any]]:
     """Run cases first..first+cases-1; one dict per case (index, kind, outcome, detail, ...)."""
     sys.path.insert(0, str(ROOT / "tests"))
     todo = collections.deque(range(first, first + cases))
@@ -123,19 +128,19 @@ def run(cases: int, seed: int, workers: int, first: int = 0) -> list[dict[str, A
 
     def lost(wid: int, outcome: str, detail: str) -> None:
         index, started = pool.busy[wid]
-        case = case_for(seed, index)
+        case = case_for(seed, index, surfaces)
         rows.append(dict(index=index, kind=case.kind, outcome=outcome, detail=detail,
                          seconds=time.monotonic() - (started or time.monotonic()),
                          reproducer=case.reproducer()))
         pool.replace(wid)
 
     with tempfile.TemporaryDirectory(prefix="accelsim-fuzz-") as folder:
-        pool = Pool(workers, seed, folder)
+        pool = Pool(workers, seed, folder, surfaces)
         while todo or pool.busy:
             for wid in pool.procs:
                 if wid not in pool.busy and todo:
                     pool.busy[wid] = (todo[0], None)
-                    pool.limit_s[todo[0]] = HANG_S * case_for(seed, todo[0]).runs
+                    pool.limit_s[todo[0]] = HANG_S * case_for(seed, todo[0], surfaces).runs
                     pool.conns[wid].send(todo.popleft())
             for wid, msg in pool.messages(1.0):
                 if msg[0] == "start":
@@ -215,21 +220,35 @@ def main() -> None:
     ap.add_argument("--only", type=int, help="rerun case ONLY in ./fuzz-case-ONLY/ (kept) and "
                     "print its command and outcome")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--surfaces", action="store_true", help="the surfaces added after the "
+                    "first round (ONNX, SCALE-Sim, traces, measurements, stores, grids); "
+                    "--write updates results/fuzz_surfaces.md")
     args = ap.parse_args()
     if args.only is not None:
         sys.path.insert(0, str(ROOT / "tests"))
         from fuzzing.run import run_case
 
-        case, folder = case_for(args.seed, args.only), Path(f"fuzz-case-{args.only}").resolve()
+        case = case_for(args.seed, args.only, args.surfaces)
+        folder = Path(f"fuzz-case-{args.only}").resolve()
         verdict = run_case(case, folder)
         print(case.reproducer().replace("{dir}", str(folder)), "\n->", verdict.outcome,
               verdict.detail)
         return
     t0 = time.perf_counter()
-    rows = run(args.cases, args.seed, args.workers, args.first)
+    rows = run(args.cases, args.seed, args.workers, args.first, args.surfaces)
     body = report(rows, args.seed, args.workers, time.perf_counter() - t0)
     print(body)
-    if args.write:
+    if args.write and args.surfaces:
+        SURFACE_RESULTS.write_text(
+            "# Fuzzing the surfaces added after the first round\n\n"
+            f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "
+            f"{os.cpu_count()} cores, Python {platform.python_version()}, with "
+            f"`python benchmarks/fidelity/fuzz.py --surfaces --cases {args.cases} --write`.\n"
+            "Target (issue 24): 5,000 generated bad inputs across ONNX models, SCALE-Sim "
+            "files, request traces, measurement CSVs, sweep stores and grids with 0 internal "
+            "errors (tracebacks), 0 hangs, 0 NaN/Infinity/negative figures in JSON.\n\n"
+            + body + "\n")
+    elif args.write:
         RESULTS.write_text(
             "# Fuzzing the command line\n\n"
             f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "

@@ -18,6 +18,7 @@ from accelsim.cli import main
 from .cases import DIR, FILE_CASES, Case
 from .cli_cases import cli_case, path_case
 from .mutate import Picker
+from .surface_cases import SURFACE_CASES
 from .verdict import Verdict, judge
 
 # Kind of case -> weight (of 20): files 12, argument lists 6, bad paths 2.
@@ -26,7 +27,12 @@ KINDS = tuple(kind for kind, weight in WEIGHTS.items() for _ in range(weight))
 
 
 def make_case(picker: Picker, kind: str | None = None) -> Case:
-    """A case of `kind` (see WEIGHTS), or of a kind drawn by weight."""
+    """A case of `kind` (see WEIGHTS and SURFACE_CASES), or of a kind drawn by weight
+    ("surfaces": one of the SURFACE_CASES kinds, drawn evenly)."""
+    if kind == "surfaces":
+        kind = picker.choice(tuple(SURFACE_CASES))
+    if kind in SURFACE_CASES:
+        return SURFACE_CASES[kind](picker)
     kind = kind or picker.choice(KINDS)
     if kind == "cli":
         return cli_case(picker)
@@ -48,6 +54,8 @@ def materialise(case: Case, folder: Path) -> list[str]:
             (folder / name).mkdir()
         elif what == "fifo" and hasattr(os, "mkfifo"):
             os.mkfifo(folder / name)
+        elif what.startswith("link:"):  # a symlink to the target named after the colon
+            (folder / name).symlink_to(what[5:].replace(DIR, str(folder)))
     return case.args(folder)
 
 

@@ -38,7 +38,8 @@ class DrawPicker:
 
 @st.composite
 def cases(draw: Any, kind: str | None = None) -> Case:
-    """Fuzz cases of `kind` ("profile", "system", "link", "part", "scenario", "cli", "path";
-    None: any, by the benchmark's weights)."""
+    """Fuzz cases of `kind` ("profile", "system", "link", "part", "scenario", "cli", "path",
+    or a surface of `fuzzing.surface_cases`: "onnx", "scalesim", "trace", "measurements",
+    "store", "grid"; None: any of the first, by the benchmark's weights)."""
     return make_case(DrawPicker(draw), kind)
 

@@ -21,6 +21,8 @@ BAD = (INTERNAL, NONSENSE, MESSY, HANG)
 # (FLOPs of llama2-70b at the largest batch and sequence) is ~1e25; beyond 1e30 is overflow.
 ABSURD = 1e30
 _FRACTION_WORDS = ("fraction", "utilization", "efficiency")
+# Signed by definition: validate's relative error of a prediction (predicted / measured - 1).
+_SIGNED_KEYS = ("error",)
 _POSITIVE_KEYS = ("throughput_samples_per_s", "latency_s", "step_time_s", "run_time_s")
 # NB: 65,536 devices at the 1 MW ceiling of a device's power, and some: beyond is overflow.
 MAX_POWER_W = 1e11
@@ -54,7 +56,7 @@ def number_problems(obj: Any, path: str = "") -> list[str]:
     key = path.rsplit(".", 1)[-1]
     if not math.isfinite(obj):
         out.append(f"{path} = {obj}")
-    elif obj < 0:
+    elif obj < 0 and key not in _SIGNED_KEYS:
         out.append(f"{path} = {obj} < 0")
     elif obj > ABSURD:
         out.append(f"{path} = {obj:g} is absurd")

@@ -2,7 +2,8 @@
 storage, datasets and scenarios; argument lists with extreme and conflicting flags; bad paths)
 through the command line in-process. Each must end in exit 0 with finite, non-negative,
 in-range figures, or exit 2 with one line on stderr; never an internal error or a traceback,
-and in bounded time. The 10,000-case run is `benchmarks/fidelity/fuzz.py`."""
+and in bounded time. The 10,000-case run is `benchmarks/fidelity/fuzz.py`; the new surfaces
+(issue 24) have their own kinds below and `--surfaces` there."""
 
 import time
 
@@ -46,6 +47,13 @@ def check(case, folder):
 # systems with one damaged file (the system, a link, storage, dataset or device), storage and
 # datasets given by flag, scenarios, argument lists of every command, bad paths.
 EXAMPLES = {"profile": 60, "system": 50, "part": 30, "scenario": 40, "cli": 100, "path": 30}
+
+
+# The surfaces added after the first round (issue 24): ONNX models with external data,
+# SCALE-Sim files, request traces, measurement CSVs, sweep stores and grids. The 5,000-case
+# run is `benchmarks/fidelity/fuzz.py --surfaces`.
+EXAMPLES.update({"onnx": 40, "scalesim": 30, "trace": 30, "measurements": 20, "store": 10,
+                 "grid": 20})
 
 
 @pytest.mark.parametrize("kind", list(EXAMPLES))

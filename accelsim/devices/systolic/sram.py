@@ -48,12 +48,16 @@ from accelsim.devices.systolic.streams import (
     read_streams,
     skew_first_line,
 )
+from accelsim.errors import AccelsimError
 from accelsim.profiles.device_types import SramSpec
 
 ACTIVE_FRACTION = 0.5  # SCALE-Sim's active_buf_frac: half serves the array, half prefetches
 HASH_SETS = 100  # SCALE-Sim's read SRAM: 100 hashed sets of ceil(E / 100) words
 READ_PORT_LATENCY_CYCLES = 1  # `read_port.latency`
 WRITE_PORT_LATENCY_CYCLES = 0  # `write_port.latency`
+# NB: the most folds of one GEMM the address walk takes: a few int64 arrays of this length
+# each (2^24 folds: ~130 MB apiece); real layers on real arrays fold at most ~10^5 times.
+MAX_FOLDS = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -361,8 +365,13 @@ def gemm_memory(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
     `im2col`: a conv's shape (`counts.Gemm.im2col`): its ifmap read address by address."""
     sr, sc, t = array_mapping(m, n, k, dataflow)
     fr, fc = fold_counts(sr, sc, rows, cols)
+    if fr * fc > MAX_FOLDS:
+        raise AccelsimError(f"a {m} x {k} @ {k} x {n} GEMM folds {fr * fc:.3g} times onto the "
+                            f"{rows} x {cols} array; the SRAM model walks at most "
+                            f"{MAX_FOLDS:,} folds per GEMM")
     per_fold = fold_cycles(rows, cols, t, dataflow)
-    compute = fr * fc * per_fold - 1
+    # NB: at least T cycles a fold (`model.gemm_cycles`): a 1 x 1 os array's fold is T cycles.
+    compute = max(fr * fc * per_fold - 1, fr * fc * int(t))
     ifmap, filt = read_streams(m, n, k, rows, cols, dataflow)
     conv = Im2col.of(im2col, m, k)
     walk = None if conv is None else conv_walk(conv, ifmap, per_fold, dataflow)

@@ -125,6 +125,11 @@ class Importer:
         for t in g.initializer:
             self.consts[t.name] = numpy_helper.to_array(t)
             self.origin[t.name] = t.name
+            value = self.consts[t.name]
+            # NB: NaN only: -inf is a real constant (an attention mask's fill).
+            if value.dtype.kind == "f" and np.isnan(value).any():
+                raise AccelsimError(f"{path}: initialiser '{t.name}' holds NaN: damaged "
+                                    "weights (--execute would report a NaN error)")
         self.initialisers = set(self.consts)
         self.tensors: dict[str, str] = {}
         self.deferred: dict[str, tuple[str, tuple[int, ...], str]] = {}  # made on first use

@@ -19,6 +19,7 @@ from accelsim.workload.importers.onnx_nodes import (
     opt_input,
     reshape_to,
     sample_axis,
+    shape_error,
     unary,
 )
 from accelsim.workload.ops import OpKind
@@ -172,6 +173,9 @@ def _split(im: Importer, node: NodeProto) -> None:
         n = a.get("num_outputs", len(outs))
         each = -(-size // n)
         sizes = [min(each, size - k * each) for k in range(n)]
+    if len(sizes) != len(outs) or min(sizes, default=0) < 0 or sum(sizes) != size:
+        raise shape_error(im, node, f"splits an axis of {size} into {sizes[:16]}, which do "
+                          f"not cover it in {len(outs)} parts")
     start = 0
     for k, (out, n) in enumerate(zip(outs, sizes, strict=True)):
         emit_slice(im, node, x, out, [(axis, start, start + n, 1)],

@@ -14,6 +14,9 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from accelsim.errors import AccelsimError
+from accelsim.physical import MAX_INPUT
+from accelsim.tomlfiles import read_file_bytes
+from accelsim.workload.importers.onnx_external import inline_external_data
 from accelsim.workload.ops import Shape
 
 # Input knobs: symbolic dimensions other than the batch, and their defaults (those of the zoo).
@@ -23,6 +26,12 @@ _IMAGE_WORDS = ("height", "width", "size", "image")
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
                 onnx.TensorProto.DOUBLE}
 _TWO_GB = 2**31
+# NB: the oldest opset read: opsets 1 to 6 predate the broadcasting and attribute forms
+# that the mappers (`onnx_nodes`) read.
+_OLDEST_OPSET = 7
+# NB: a sample's input of 2^36 elements (256 GiB in fp32): far past any real input; beyond,
+# the costs overflow.
+_MAX_INPUT_ELEMENTS = 1 << 36
 
 
 def first_line(err: BaseException) -> str:
@@ -32,22 +41,76 @@ def first_line(err: BaseException) -> str:
 
 
 def load_model(path: Path) -> onnx.ModelProto:
-    """The checked model at `path`; AccelsimError (one line) naming the file and why not."""
-    if path.is_dir():
-        raise AccelsimError(f"{path}: is a directory, not an ONNX model file")
+    """The checked model at `path`; AccelsimError (one line) naming the file and why not. The
+    file is read by accelsim's reader (a regular file, at most 2 GiB: protobuf's limit) and
+    its external data by `onnx_external` (confined to the model's folder), never by onnx."""
+    data = read_file_bytes(path, _TWO_GB - 1)
     try:
-        model = onnx.load(str(path))
+        model = onnx.load_model_from_string(data)
     except DecodeError as err:
         raise AccelsimError(f"{path}: not an ONNX model (protobuf: {first_line(err)})") from None
     except (OSError, ValueError, RuntimeError) as err:
         raise AccelsimError(f"{path}: cannot read the ONNX model: {first_line(err)}") from None
     if not model.graph.node:
         raise AccelsimError(f"{path}: not an ONNX model (no graph nodes in it)")
+    _check_opset(path, model)
+    _check_physical(path, model)
+    inline_external_data(path, model)
     try:
-        onnx.checker.check_model(model if model.ByteSize() < _TWO_GB else str(path))
+        # NB: a model past protobuf's 2 GiB is checked from its (real) path, where onnx reads
+        # the external data again: only after `onnx_external` confined every reference.
+        onnx.checker.check_model(model if model.ByteSize() < _TWO_GB else str(path.resolve()))
     except (onnx.checker.ValidationError, ValueError) as err:
         raise AccelsimError(f"{path}: invalid ONNX model: {first_line(err)}") from None
     return model
+
+
+def _check_opset(path: Path, model: onnx.ModelProto) -> None:
+    """The default-domain opset must be one the installed onnx knows (1 is older than any op
+    accelsim maps; past the newest is a version onnx cannot check)."""
+    newest = onnx.defs.onnx_opset_version()
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx") and not _OLDEST_OPSET <= o.version <= newest:
+            raise AccelsimError(f"{path}: opset {o.version} is outside the range the installed "
+                                f"onnx supports for accelsim ({_OLDEST_OPSET} to {newest})")
+
+
+# Node attributes that are counts of at least one, or of at least zero (ONNX's checker takes
+# any integer).
+_POSITIVE_ATTRS = ("strides", "dilations", "kernel_shape", "group")
+_NONNEGATIVE_ATTRS = ("pads", "output_padding")
+
+
+def _check_physical(path: Path, model: onnx.ModelProto) -> None:
+    """Refuse what no real network has: a stride, dilation, kernel or group below 1, a
+    negative padding, an input dimension of 0 or less, an initialiser of negative dimension."""
+    g = model.graph
+    for n in g.node:
+        for a in n.attribute:
+            if a.name not in _POSITIVE_ATTRS + _NONNEGATIVE_ATTRS:
+                continue
+            values = list(a.ints) if a.ints else [a.i]
+            low = 1 if a.name in _POSITIVE_ATTRS else 0
+            if any(v < low for v in values):
+                raise AccelsimError(f"{path}: node '{n.name or (n.output or ['?'])[0]}' "
+                                    f"({n.op_type}) has {a.name} {values[:8]}: each must be "
+                                    f"at least {low}")
+    for v in g.input:
+        if not v.type.HasField("tensor_type") or not v.type.tensor_type.HasField("shape"):
+            continue
+        elements = 1
+        for pos, d in enumerate(v.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") and not 1 <= d.dim_value <= MAX_INPUT:
+                raise AccelsimError(f"{path}: input '{v.name}' dimension {pos} is "
+                                    f"{d.dim_value}: a dimension is from 1 to {MAX_INPUT:,}")
+            elements *= d.dim_value if d.HasField("dim_value") and pos else 1
+        if elements > _MAX_INPUT_ELEMENTS:
+            raise AccelsimError(f"{path}: input '{v.name}' holds {elements:.3g} elements per "
+                                f"sample; at most {_MAX_INPUT_ELEMENTS:.3g}")
+    for t in g.initializer:
+        if any(d < 0 for d in t.dims):
+            raise AccelsimError(f"{path}: initialiser '{t.name}' has a negative dimension "
+                                f"{list(t.dims)[:8]}")
 
 
 def _dim_knob(input_rank: int, pos: int, param: str, is_float: bool) -> str | None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from onnx import NodeProto
 
-from accelsim.workload.importers.onnx_nodes import Unmapped, attrs, maps, opt_input
+from accelsim.workload.importers.onnx_nodes import Unmapped, attrs, maps, opt_input, shape_error
 from accelsim.workload.ops import OpKind, Shape
 
 if TYPE_CHECKING:
@@ -69,6 +69,10 @@ def _conv(im: Importer, node: NodeProto) -> None:
     if nd not in (1, 2, 3):
         raise Unmapped(f"{nd}-D convolution")
     kernel = tuple(w.shape[2:])
+    groups = int(attrs(node).get("group", 1))
+    if w.ndim != nd + 2 or w.shape[1] * groups != shape[0] or w.shape[0] % groups:
+        raise shape_error(im, node, f"has a weight {w.shape} (group {groups}) that does not "
+                          f"fit its input of {shape[0]} channels")
     strides, pads, dil = _geometry(node, shape[1:], kernel)
     name = node.name or node.output[0]
     t = im.act(x)
@@ -123,6 +127,10 @@ def emit_linear(im: Importer, node: NodeProto, x: str, w_name: str, weight: np.n
                 bias: np.ndarray | None, bias_name: str | None, out: str) -> str:
     """A linear layer x @ weight.T + bias, weight (out, in); tied when its weight is shared."""
     name = node.name or node.output[0]
+    width = im.ps(x)[-1] if im.ps(x) else None
+    if weight.ndim != 2 or weight.shape[1] != width:
+        raise shape_error(im, node, f"has a weight of {weight.shape[1:2] or weight.shape} "
+                          f"inputs, but its input {im.ps(x)} has {width} features")
     name = im.unique(name)
     tied = im.claim(w_name, name)
     if tied is not None:
@@ -160,6 +168,10 @@ def _matmul(im: Importer, node: NodeProto) -> None:
         raise Unmapped("its left operand is a constant")
     if im.is_const(b):
         w = im.const(b)
+        if w.ndim >= 1 and im.ps(a) and w.shape[0] != im.ps(a)[-1]:
+            raise shape_error(im, node, f"has a weight {w.shape} that cannot multiply its "
+                              f"input {im.ps(a)} (inner dimensions {im.ps(a)[-1]} and "
+                              f"{w.shape[0]})")
         if w.ndim != 2:
             raise Unmapped(f"a constant right operand of rank {w.ndim}")
         emit_linear(im, node, a, b, w.T, None, None, node.output[0])

@@ -72,6 +72,11 @@ def batch_error(im: Importer, node: NodeProto, what: str) -> AccelsimError:
                          "with the batch first; export the model keeping dimension 0 the batch")
 
 
+def shape_error(im: Importer, node: NodeProto, what: str) -> AccelsimError:
+    """A node whose constants contradict its inputs (a weight that cannot multiply them)."""
+    return AccelsimError(f"{im.path}: {im.where(node)} {what}")
+
+
 def unary(im: Importer, node: NodeProto, kind: OpKind, **a: Any) -> str:
     t = im.emit(kind, [im.act(node.input[0])], node.name or node.output[0], **a)
     im.bind(node.output[0], t)

@@ -27,6 +27,7 @@ import math
 from pathlib import Path
 
 from accelsim.errors import ConfigError, DataFileError, ShapeError
+from accelsim.numbers import is_int_text, shown
 from accelsim.physical import MAX_COUNT, MAX_LAYERS
 from accelsim.tomlfiles import read_text_file
 from accelsim.workload.graph import Graph, GraphBuilder
@@ -35,6 +36,10 @@ KNOBS: dict[str, int] = {}  # a topology fixes every shape: no input knobs
 CONV_COLUMNS = ("IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width", "Channels",
                 "Num Filter", "Strides")
 GEMM_COLUMNS = ("M", "N", "K")
+# NB: the largest operand of one layer, in SCALE-Sim's one-byte words: 1 TiB, far above any
+# real layer (GPT-3's largest weight is 0.6 GB at one byte); a row within MAX_COUNT per number
+# could otherwise ask for an operand of 2^48 words.
+MAX_OPERAND_WORDS = 1 << 40
 
 
 def read_graph(path: Path, **knobs: int) -> Graph:
@@ -55,6 +60,7 @@ def read_graph(path: Path, **knobs: int) -> Graph:
     for number, row in enumerate(rows[1:], start=2):
         name = row[0]
         values = _values(src, number, name, row[1:], columns)
+        _check_operands(src, number, name, values, gemm)
         try:
             if gemm:
                 outputs.append(_gemm_layer(g, name, *values))
@@ -90,16 +96,31 @@ def _values(src: str, number: int, name: str, cells: list[str], columns: tuple[s
                           f"needs {len(columns)} numbers: {', '.join(columns)}")
     out = []
     for column, cell in zip(columns, cells, strict=False):
-        try:
-            value = int(cell)
-        except ValueError:
-            raise ConfigError(src, f"row {number} ({name}).{column}", cell,
-                              "must be a whole number") from None
+        if not is_int_text(cell):
+            raise ConfigError(src, f"row {number} ({name}).{column}", shown(cell)[1:-1],
+                              "must be a whole number")
+        value = int(cell)
         if not 1 <= value <= MAX_COUNT:
             raise ConfigError(src, f"row {number} ({name}).{column}", cell,
                               f"must be from 1 to {MAX_COUNT:,}")
         out.append(value)
     return out
+
+
+def _check_operands(src: str, number: int, name: str, values: list[int], gemm: bool) -> None:
+    """Each operand of the layer (ifmap, filter, ofmap) within MAX_OPERAND_WORDS."""
+    if gemm:
+        m, n, k = values
+        operands = {"ifmap M x K": m * k, "filter K x N": k * n, "ofmap M x N": m * n}
+    else:
+        h, w, r, s, c, f, _ = values
+        operands = {"ifmap H x W x C": h * w * c, "filter R x S x C x F": r * s * c * f,
+                    "ofmap H x W x F": h * w * f}
+    for what, words in operands.items():
+        if words > MAX_OPERAND_WORDS:
+            raise ConfigError(src, f"row {number} ({name})", ",".join(map(str, values)),
+                              f"its {what} is {words:.3g} words ({words / 2**40:.3g} TiB); "
+                              f"a layer operand is at most {MAX_OPERAND_WORDS:.3g} words")
 
 
 def _padding_for(size: int, kernel: int, stride: int) -> int:

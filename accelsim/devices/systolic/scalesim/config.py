@@ -32,6 +32,8 @@ from typing import Any
 
 from accelsim.devices.energy import energy_constants
 from accelsim.errors import ConfigError, DataFileError
+from accelsim.numbers import is_float_text, is_int_text, shown
+from accelsim.physical import MAX_COUNT
 from accelsim.profiles.device_types import DeviceProfile, SramSpec
 from accelsim.profiles.devices import parse_profile
 from accelsim.profiles.links import load_link
@@ -50,6 +52,10 @@ ASSUMED_HOST_LINK = "pcie-gen4-x16"  # its bandwidth: hw_profiles/links/
 TDP_HEADROOM = 4.0  # the power envelope over the 45 nm peak power: the array never throttles
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 _FILE = "defined: SCALE-Sim .cfg"
+# NB: the largest SRAM of one operand: 1 GiB (2^20 kB), 20x the on-chip SRAM of the largest
+# chip built (a Cerebras WSE-3 wafer, 44 GB, over 900,000 cores; one array's buffers are far
+# smaller). 10^12 kB would be an exabyte.
+MAX_SRAM_KIB = 1 << 20
 
 
 def read_profile(path: Path) -> DeviceProfile:
@@ -59,7 +65,8 @@ def read_profile(path: Path) -> DeviceProfile:
     src = str(path)
     rows = _count(cfg, src, ARRAY, "ArrayHeight")
     cols = _count(cfg, src, ARRAY, "ArrayWidth")
-    kib = {op: _count(cfg, src, ARRAY, f"{op}SramSzkB") for op in ("Ifmap", "Filter", "Ofmap")}
+    kib = {op: _count(cfg, src, ARRAY, f"{op}SramSzkB", MAX_SRAM_KIB)
+           for op in ("Ifmap", "Filter", "Ofmap")}
     dataflow = _get(cfg, src, ARRAY, "Dataflow").lower()
     if dataflow not in DATAFLOWS:
         raise ConfigError(src, f"{ARRAY}.Dataflow", dataflow, f"choose one of {DATAFLOWS}")
@@ -77,7 +84,8 @@ def read_profile(path: Path) -> DeviceProfile:
 
 def _parse(path: Path) -> configparser.ConfigParser:
     text = read_text_file(path)
-    cfg = configparser.ConfigParser(inline_comment_prefixes=("#", ";"))
+    # NB: no interpolation: SCALE-Sim's own reader has none, and a '%' is then a character.
+    cfg = configparser.ConfigParser(inline_comment_prefixes=("#", ";"), interpolation=None)
     try:
         cfg.read_string(text, source=str(path))
     except configparser.Error as err:
@@ -94,15 +102,17 @@ def _get(cfg: configparser.ConfigParser, src: str, section: str, key: str) -> st
     return cfg.get(section, key).strip()
 
 
-def _count(cfg: configparser.ConfigParser, src: str, section: str, key: str) -> int:
-    """A whole number >= 1 (SCALE-Sim reads these with int())."""
+def _count(cfg: configparser.ConfigParser, src: str, section: str, key: str,
+           most: int = MAX_COUNT) -> int:
+    """A whole number from 1 to `most` (SCALE-Sim reads these with int(); ASCII digits here,
+    the rule of every number accelsim reads)."""
     value = _get(cfg, src, section, key)
-    try:
-        n = int(value)
-    except ValueError:
-        raise ConfigError(src, f"{section}.{key}", value, "must be a whole number") from None
-    if n < 1:
-        raise ConfigError(src, f"{section}.{key}", value, "must be at least 1")
+    if not is_int_text(value):
+        raise ConfigError(src, f"{section}.{key}", shown(value)[1:-1],
+                          "must be a whole number") from None
+    n = int(value)
+    if not 1 <= n <= most:
+        raise ConfigError(src, f"{section}.{key}", value, f"must be from 1 to {most:,}")
     return n
 
 
@@ -124,12 +134,12 @@ def _port_words_per_cycle(cfg: configparser.ConfigParser, src: str
     if mode == "CALC":
         return math.inf, math.inf, math.inf
     first = _get(cfg, src, ARRAY, "Bandwidth").split(",")[0].strip()
-    try:
-        bw = float(first)
-    except ValueError:
-        raise ConfigError(src, f"{ARRAY}.Bandwidth", first, "must be a number") from None
-    if not (math.isfinite(bw) and bw > 0):
-        raise ConfigError(src, f"{ARRAY}.Bandwidth", first, "must be a number of words > 0")
+    if not is_float_text(first):
+        raise ConfigError(src, f"{ARRAY}.Bandwidth", shown(first)[1:-1], "must be a number")
+    bw = float(first)
+    if not (math.isfinite(bw) and 0 < bw <= MAX_COUNT):
+        raise ConfigError(src, f"{ARRAY}.Bandwidth", first,
+                          f"must be a number of words > 0 and at most {MAX_COUNT:,}")
     if not cfg.has_section("layout"):
         return bw, bw, bw
     ifmap = _count(cfg, src, "layout", "IfmapSRAMBankBandwidth")

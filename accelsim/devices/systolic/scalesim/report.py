@@ -42,6 +42,7 @@ from accelsim.devices.systolic.sram import (
 from accelsim.devices.systolic.streams import DiagonalLayout, Stream, read_streams
 from accelsim.errors import AccelsimError
 from accelsim.profiles.device_types import DeviceProfile
+from accelsim.results.files import output_folder, write_atomic
 from accelsim.workload.graph import Graph
 from accelsim.workload.work import gemms_for
 
@@ -151,14 +152,8 @@ def _csv(frame: pd.DataFrame) -> str:
 def write_scalesim_reports(directory: Path, graph: Graph, profile: DeviceProfile,
                            batch: int = 1, dataflow: str | None = None) -> list[Path]:
     """Write the three reports into `directory` (created); returns their paths."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise AccelsimError(f"{directory}: cannot write the SCALE-Sim reports there: "
-                            f"{err.strerror or err}") from None
+    directory = output_folder(directory, "--scalesim-report")
     paths = []
     for name, frame in scalesim_tables(graph, profile, batch, dataflow).items():
-        path = directory / f"{name}.csv"
-        path.write_text(_csv(frame))
-        paths.append(path)
+        paths.append(write_atomic(directory / f"{name}.csv", _csv(frame)))
     return paths
