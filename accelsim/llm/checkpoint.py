@@ -28,6 +28,7 @@ from accelsim.errors import AccelsimError
 from accelsim.llm.train import ADAM_BYTES
 from accelsim.llm.train_comm import WEIGHT_BYTES
 from accelsim.profiles.storage import StorageMedium
+from accelsim.sim.storage_system.medium import clients_like
 
 MODES = ("sync", "async")
 # what a checkpoint holds per parameter: the 16-bit weights and the fp32 master copy, momentum
@@ -76,28 +77,12 @@ def read_path_local(system: Any, nodes: int) -> TransferPath:
                         {"local drives": nodes * system.storage_read_bandwidth_bytes_per_s})
 
 
-def as_clients(storage: Any, node: Any, nodes: int) -> Any:
-    """`storage` with `nodes` training nodes like `node` as its clients: their cores and DRAM,
-    and for a system reached over the network their NICs (as `storage_system.medium` does for
-    a training node's reads)."""
-    from dataclasses import replace
-
-    c = storage.clients
-    if storage.servers is not None:
-        if node.network is None:
-            raise AccelsimError(f"storage system '{storage.name}' is reached over the network "
-                                f"and system '{node.name}' has none")
-        c = replace(c, nics=node.nic_count, nic_link=node.network)
-    return replace(storage, clients=replace(c, hosts=nodes, cores=node.host.cores,
-                                            dram_bytes=node.host.dram_bytes))
-
-
 def write_path_system(storage: Any, node: Any, nodes: int) -> TransferPath:
     """`nodes` training nodes like `node` writing through `storage`'s parts. NB: a written byte
     costs the cores what a read byte costs (the class's per-byte figures, fitted on DLIO's
     reads), and the drives run at their datasheet write rate with no data-protection cost
     (RAID or erasure-coding parity is not in the system files)."""
-    storage = as_clients(storage, node, nodes)
+    storage = clients_like(storage, node, nodes)
     fs, c, s = storage.fs, storage.clients, storage.servers
     parts: dict[str, float] = {}
     per_byte_s = (fs.offload_client_core_s_per_byte if c.offload == "dpu"
@@ -131,7 +116,7 @@ def read_path_system(storage: Any, node: Any, nodes: int, shard_bytes: float
     (`accelsim.sim.storage_system.parts`), in requests of the class's RPC size (else 1 MiB)."""
     from accelsim.sim.storage_system.parts import parts_of
 
-    storage = as_clients(storage, node, nodes)
+    storage = clients_like(storage, node, nodes)
     request = storage.fs.request_bytes or 2**20
     p = parts_of(storage, request, shard_bytes, shard_bytes)
     parts = {name: nodes * bw for name, bw in p.host_bytes_per_s.items()}

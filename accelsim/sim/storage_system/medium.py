@@ -26,19 +26,26 @@ from accelsim.profiles.systems import System
 from accelsim.sim.storage_system.parts import parts_of
 
 
-def node_medium(storage: StorageSystem, node: System, clients: int,
-                dataset: Dataset) -> tuple[StorageMedium, str]:
-    """(the medium one of `clients` nodes like `node` reads, a note saying what bounds it)."""
-    if clients < 1:
-        raise AccelsimError(f"--clients {clients}: needs 1 or more")
+def clients_like(storage: StorageSystem, node: System, hosts: int) -> StorageSystem:
+    """`storage` read (or written) by `hosts` nodes like `node`: their cores and DRAM, and for
+    a system reached over the network their NICs."""
     c = storage.clients
     if storage.servers is not None:
         if node.network is None:
             raise AccelsimError(f"storage system '{storage.name}' is reached over the "
                                 f"network and system '{node.name}' has none")
         c = replace(c, nics=node.nic_count, nic_link=node.network)
-    system = replace(storage, clients=replace(c, hosts=clients, cores=node.host.cores,
-                                              dram_bytes=node.host.dram_bytes))
+    return replace(storage, clients=replace(c, hosts=hosts, cores=node.host.cores,
+                                            dram_bytes=node.host.dram_bytes))
+
+
+def node_medium(storage: StorageSystem, node: System, clients: int,
+                dataset: Dataset) -> tuple[StorageMedium, str]:
+    """(the medium one of `clients` nodes like `node` reads, a note saying what bounds it)."""
+    if clients < 1:
+        raise AccelsimError(f"--clients {clients}: needs 1 or more")
+    c = storage.clients
+    system = clients_like(storage, node, clients)
     sample_bytes = dataset.stored_bytes_per_sample
     parts = parts_of(system, min(dataset.file_size_mean_bytes, 4.0 * 2**20), sample_bytes,
                      dataset.file_size_mean_bytes)
