@@ -165,6 +165,9 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     record["memory"] = memory_record(mem, need, 1, step_tokens, longest - step_tokens) | {
         "kv_cache_blocks": blocks, "kv_block_tokens": block_tokens,
         "kv_cache_budget_bytes": blocks * block_tokens * mem.kv_bytes_per_token}
+    # the running batch's fp32 logits (a row for each sequence beyond the one the prefill
+    # holds) are activations too: listed there, so the parts add up to what is required
+    record["memory"]["activations_bytes"] += (max_batch - 1) * mem.logit_bytes_per_seq
     record["memory"]["fits"] = bool(need <= mem.capacity_bytes and
                                     -(-longest // block_tokens) <= blocks)
     record["kv_cache_bytes"] = record["memory"]["kv_cache_budget_bytes"] * lay.gpus * replicas
