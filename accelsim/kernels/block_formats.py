@@ -73,7 +73,8 @@ def _mxfp4_scales(amax: np.ndarray) -> np.ndarray:
 def round_block_scaled(x: np.ndarray, fmt: str | NumericFormat) -> np.ndarray:
     """`x` (float32, any shape; a scalar is one block) rounded to a block-scaled format;
     float32, same shape. A block whose scale rounds to 0 (tiny against the tensor's largest)
-    flushes to 0."""
+    flushes to 0; one far below the largest gets an e4m3-subnormal scale, coarser than 1/16
+    (NVFP4's own behaviour under one per-tensor scale)."""
     f = get_format(fmt)
     if f.block_elements is None:
         raise ValueError(f"{f.name} is not a block-scaled format")
