@@ -26,12 +26,9 @@ from __future__ import annotations
 from accelsim.workload.graph import Graph, GraphBuilder
 from accelsim.workload.zoo import model
 from accelsim.workload.zoo.resnet import conv_bn
-from accelsim.workload.zoo.ssd import ssdlite_extra, ssdlite_predict
+from accelsim.workload.zoo.ssd import ssdlite_head
 
 _EPS = 0.01  # the backbone's batch_norm epsilon (extract_features' arg_scope)
-_EXTRA_DEPTHS = (512, 256, 256, 128)
-_ANCHORS = (3, 6, 6, 6, 6, 6)
-_BOX_CODE = 4
 
 # mobiledet_edgetpu_backbone, in order: (kind, output channels, expansion, kernel, stride,
 # residual); kind "tucker", "fused" or "ibn". "C4" and "C5" mark the feature maps.
@@ -90,18 +87,7 @@ def ssdlite_mobiledet_edgetpu(image_size: int = 320, classes: int = 90) -> Graph
         with g.scope(f"block_{i}"):
             x = _block(g, x, *row)
         i += 1
-    for j, depth in enumerate(_EXTRA_DEPTHS, start=2):
-        with g.scope(f"C5_{j}"):
-            maps.append(ssdlite_extra(g, maps[-1], depth))
-    boxes, scores = [], []
-    for j, (fmap, anchors) in enumerate(zip(maps, _ANCHORS, strict=True)):
-        with g.scope(f"BoxPredictor_{j}"):
-            boxes.append(ssdlite_predict(g, fmap, anchors * _BOX_CODE, _BOX_CODE,
-                                         "BoxEncodingPredictor"))
-            scores.append(ssdlite_predict(g, fmap, anchors * classes, classes,
-                                          "ClassPredictor"))
-    box = g.concat(*boxes, axis=0, name="box_encodings")
-    cls = g.concat(*scores, axis=0, name="class_predictions")
+    box, cls = ssdlite_head(g, maps, "C5", classes, "class_predictions")
     # NB: post-processing (box decoding, sigmoid scores, non-max suppression) runs on the
     # host (TFLite_Detection_PostProcess), as for ssd_mobilenet_v2.
     return g.build(outputs=(box, cls))

@@ -73,24 +73,34 @@ def ssdlite_predict(g: GraphBuilder, x: str, outputs: int, width: int, name: str
         return g.reshape(y, shape=(-1, width), name="flatten")
 
 
-@model("ssd_mobilenet_v2")
-def ssd_mobilenet_v2(image_size: int = 300, classes: int = 90) -> Graph:
-    """`classes` excludes the background class the predictor adds."""
-    g = GraphBuilder("ssd_mobilenet_v2", family="ssd")
-    x = g.input("image", (3, image_size, image_size))
-    maps = _backbone(g, x)
+def ssdlite_head(g: GraphBuilder, maps: list, extras_scope: str, classes: int,
+                 scores_name: str) -> tuple:
+    """SSDLite's head on a backbone's feature maps (TF Object Detection API): four extra
+    layers of `_EXTRA_DEPTHS` (scopes `extras_scope`_2..5), then on each of the six maps a
+    box predictor (`_ANCHORS` x 4 box codes) and a class predictor (x `classes`), each
+    concatenated; (boxes, scores)."""
+    maps = list(maps)
     for j, depth in enumerate(_EXTRA_DEPTHS, start=2):
-        with g.scope(f"layer_19_{j}"):
+        with g.scope(f"{extras_scope}_{j}"):
             maps.append(ssdlite_extra(g, maps[-1], depth))
     boxes, scores = [], []
     for j, (fmap, anchors) in enumerate(zip(maps, _ANCHORS, strict=True)):
         with g.scope(f"BoxPredictor_{j}"):
             boxes.append(ssdlite_predict(g, fmap, anchors * _BOX_CODE, _BOX_CODE,
-                                  "BoxEncodingPredictor"))
-            scores.append(ssdlite_predict(g, fmap, anchors * (classes + 1), classes + 1,
-                                   "ClassPredictor"))
-    box = g.concat(*boxes, axis=0, name="box_encodings")
-    cls = g.concat(*scores, axis=0, name="class_predictions_with_background")
+                                         "BoxEncodingPredictor"))
+            scores.append(ssdlite_predict(g, fmap, anchors * classes, classes,
+                                          "ClassPredictor"))
+    return (g.concat(*boxes, axis=0, name="box_encodings"),
+            g.concat(*scores, axis=0, name=scores_name))
+
+
+@model("ssd_mobilenet_v2")
+def ssd_mobilenet_v2(image_size: int = 300, classes: int = 90) -> Graph:
+    """`classes` excludes the background class the predictor adds."""
+    g = GraphBuilder("ssd_mobilenet_v2", family="ssd")
+    x = g.input("image", (3, image_size, image_size))
+    box, cls = ssdlite_head(g, _backbone(g, x), "layer_19", classes + 1,
+                            "class_predictions_with_background")
     # NB: post-processing (box decoding against the anchors, sigmoid scores, non-max
     # suppression) is left out: it runs on the host in the TF graph's Postprocessor.
     return g.build(outputs=(box, cls))
