@@ -18,7 +18,9 @@ from __future__ import annotations
 from accelsim.errors import AccelsimError
 from accelsim.llm.run import routes_to_llm, run_llm
 from accelsim.sim.api import run_pipeline
+from accelsim.sim.seq_mix import run_seq_mix
 from accelsim.sim.spec import SimulationConfig, SimulationResult, check_mode_knobs, check_tf32
+from accelsim.workload.sources import model_knob_defaults
 
 __all__ = ["SimulationConfig", "SimulationResult", "run_simulation"]
 
@@ -33,9 +35,27 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     check_tf32(cfg)
     if cfg.prune_2_4 and not cfg.execute:
         raise AccelsimError("--prune-2-4 prunes the weights the kernels run with: add --execute")
+    if cfg.seq_lens is not None:
+        _check_seq_lens(cfg, mode)
+    elif cfg.padding is not None:
+        raise AccelsimError("padding needs seq_lens (--seq-len-dist): the lengths to pad")
     if routes_to_llm(cfg):
         if cfg.tf32 is not None:
             raise AccelsimError("--tf32 does not apply to a token-level decoder run (its fp32 "
                                 "runs as fp16): drop it")
         return run_llm(cfg)
+    if cfg.seq_lens is not None:
+        return run_seq_mix(cfg, detail)
     return run_pipeline(cfg, detail)
+
+
+def _check_seq_lens(cfg: SimulationConfig, mode: str) -> None:
+    """Sequence lengths apply to one-batch inference of a model with a seq_len input."""
+    model = cfg.scenario.model
+    if mode != "infer":
+        raise AccelsimError(f"--seq-len-dist applies to mode infer, and this run is mode {mode}"
+                            " (decoder serving: --length-dist or --requests-file)")
+    if routes_to_llm(cfg) or "seq_len" not in model_knob_defaults(model):
+        raise AccelsimError(f"--seq-len-dist: model '{model}' takes no seq_len input (an "
+                            "encoder such as bert_base; a decoder: --prompt-tokens)")
+    cfg.scenario.with_overrides(input={"seq_len": max(cfg.seq_lens.lengths)}).graph()

@@ -54,6 +54,7 @@ _CHOICES: dict[str, Any] = {
     "batching": click.Choice(["continuous", "static"]),
     "length_dist": click.Choice(["fixed", "uniform", "exponential"]),
     "tf32": click.Choice(["on", "off"]),  # a bool knob given as on|off
+    "padding": click.Choice(["batch-max", "removed"]),
     "checkpoint_mode": click.Choice(["sync", "async"]),
 }
 _INPUT_KNOBS = ("seq_len", "image_size")  # the common model inputs get their own flags

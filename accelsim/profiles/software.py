@@ -37,6 +37,8 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
            fp32_on_tf32    [str] optional: "conv", "matmul": op groups whose fp32 GEMMs the
                            stack runs as tf32 on tensor cores where the device has them (PyTorch's
                            allow_tf32, TensorFlow's TF32 execution, TensorRT's kTF32 defaults)
+           removes_padding  bool  optional: a transformer batch of varied lengths runs packed
+                           (each sequence's own tokens; absent/false: padded to its longest)
     [efficiency] tensor_core, cuda_core, dram_bandwidth   (0, 2]  modifiers multiplying the
                            class model's factors (the product is capped at 1)
     efficiency_classes     [str] optional, sourced: the classes the modifiers hold on (absent:
@@ -168,6 +170,7 @@ def stack_fields() -> tuple[Field, ...]:
             flag("weight_casts"),
             non_negative("layout_conversions_per_conv"),
             texts("fp32_on_tf32", TF32_GROUPS, required=False, sourced=True),
+            flag("removes_padding", required=False),
         )),
         texts("efficiency_classes", classes, required=False, sourced=True),
         Field("efficiency", dict, sub=tuple(
@@ -215,6 +218,7 @@ class SoftwareStack:
     cpu_efficiency: dict[str, float] = field(default_factory=dict)
     cpu_micro_tile: tuple[int, int] | None = None
     fp32_on_tf32: tuple[str, ...] = ()
+    removes_padding: bool = False  # `graph.removes_padding`: varied lengths run packed
     tf32_asked: bool | None = None  # `with_tf32`: the run's choice (None: the stack's default)
     payload_bytes_per_s: float | None = None  # a server's request payload rate (None: none)
     efficiency_classes: tuple[str, ...] | None = None  # None: every class of the stack
@@ -320,6 +324,7 @@ def _from_values(name: str, v: dict[str, Any], sources: dict[str, str]) -> Softw
         weight_casts=graph["weight_casts"],
         layout_conversions_per_conv=graph["layout_conversions_per_conv"],
         fp32_on_tf32=graph.get("fp32_on_tf32") or (),
+        removes_padding=bool(graph.get("removes_padding")),
         efficiency_classes=v.get("efficiency_classes"),
         efficiency=dict(v["efficiency"]), sources=sources,
         cpu_efficiency={k: x for k, x in (v.get("cpu_efficiency") or {}).items()

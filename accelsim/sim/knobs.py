@@ -36,6 +36,7 @@ from accelsim.sim.spec import DEFAULT_MAX_EVENTS, SimulationConfig
 from accelsim.sim.straggler import MAX_SPREAD
 from accelsim.workload.llm_configs import is_config_path, is_decoder
 from accelsim.workload.scenario import Scenario, resolve_workload
+from accelsim.workload.seq_lens import read_seq_lens
 from accelsim.workload.sources import is_decoder_only, model_decoder
 from accelsim.workload.sources import model_knob_defaults as model_knobs
 
@@ -96,6 +97,12 @@ _KNOBS = (
     Knob("tf32", "config", "tf32", bool, ALL_MODES,
          "fp32 GEMMs as TF32 on tensor cores (on) or in fp32 on CUDA cores (off), on GPUs "
          "whose tensor cores run TF32; default: the software stack's"),
+    Knob("seq_len_dist", "config", "seq_lens", str, ("infer",),
+         "transformer inference: the batches' sequence lengths, a file (one per line, or a CSV "
+         "with a seq_len column) or uniform:MIN:MAX[:N]; batches formed in its order"),
+    Knob("padding", "config", "padding", str, ("infer",),
+         "with seq_len_dist: batch-max (each batch padded to its longest) or removed (packed, "
+         "as TensorRT's variable-length BERT); default: the software stack's"),
     Knob("dataflow", "config", "dataflow", str, ALL_MODES,
          "systolic arrays: weight, output or input stationary (ws, os, is)"),
     Knob("devices", "config", "devices", int, SIMULATED, "accelerators used", low=1,
@@ -336,6 +343,13 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
     if parts["llm"].get("overlap_tp") and parts["llm"].get("tp") == 1:
         raise AccelsimError("knob 'overlap_tp' with tp 1: one GPU has no tensor-parallel "
                             "all-reduce to overlap; drop --overlap-tp or set --tp above 1")
+    if "seq_lens" in config:
+        if "seq_len" in inputs:
+            raise AccelsimError("knobs 'seq_len' and 'seq_len_dist' both set the sequence "
+                                "length: keep one")
+        config["seq_lens"] = read_seq_lens(config["seq_lens"])
+    elif "padding" in config:
+        raise AccelsimError("knob 'padding' needs 'seq_len_dist' (the lengths to pad or pack)")
     scenario_mode = mode if mode in ("infer", "train") else None
     sc = sc.with_overrides(mode=scenario_mode, input=inputs, **scenario)
     config.pop("mode", None)

@@ -18,6 +18,7 @@ from accelsim.workload.scenario import Scenario
 
 if TYPE_CHECKING:
     from accelsim.workload.decoder import DecoderConfig
+    from accelsim.workload.seq_lens import SeqLens
 
 MODES = ("infer", "train", "serve")
 DEFAULT_MAX_EVENTS = 2_000_000  # the most events a run may schedule unless told
@@ -50,6 +51,8 @@ class SimulationConfig:
     prune_2_4: bool = False  # with execute: the device runs conv/linear weights pruned to 2:4
     tf32: bool | None = None  # fp32 GEMMs as TF32 on tensor cores (None: the stack's default)
     decoder: DecoderConfig | None = None  # the token-level model (None: a zoo name's)
+    seq_lens: SeqLens | None = None  # infer, transformers: the batches' sequence lengths
+    padding: str | None = None  # with seq_lens: "batch-max" or "removed" (None: the stack's)
 
 
 @dataclass
