@@ -1,8 +1,8 @@
 """Transformer encoders and decoders: BERT-base/large and GPT-2 (124 M); shared blocks.
 
 - BERT: Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers for
-  Language Understanding" (NAACL). Post-LN encoder, GELU FFN, with the pooler (dense + tanh)
-  so that parameters match HF `bert-base-uncased` (109,482,240) and `bert-large-uncased`
+  Language Understanding" (NAACL). Post-LN encoder, GELU FFN, with the pooler (dense + tanh
+  on the [CLS] token) so that parameters match HF `bert-base-uncased` (109,482,240) and `bert-large-uncased`
   (335,141,888); the masked-LM and next-sentence heads are not included, as in those counts.
 - GPT-2: Radford et al. 2019, "Language Models are Unsupervised Multitask Learners". Pre-LN
   decoder, causal attention, final LayerNorm, LM head tied to the token embedding
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from accelsim.errors import ShapeError
 from accelsim.workload.graph import Graph, GraphBuilder
+from accelsim.workload.ops import OpKind
 from accelsim.workload.zoo import model
 
 
@@ -108,11 +109,9 @@ def _bert(name: str, n_layers: int, d_model: int, n_heads: int, seq_len: int,
             f = gelu_mlp(g, x, 4 * d_model)
             x = g.layernorm(g.add(x, f, name="mlp.add"), eps=eps, name="mlp.ln")
     seq_out = x
-    with g.scope("pooler"):
-        # NB: the pooler reads only the [CLS] token; the op vocabulary has no slice, so the
-        # dense + tanh runs on all S tokens (row 0 is the pooled output). This overcounts the
-        # pooler's FLOPs by S x: 2*D^2*(S-1) per sample, ~0.7% of BERT-base at S = 128.
-        pooled = g.tanh(g.linear(x, out_features=d_model, name="dense"), name="tanh")
+    with g.scope("pooler"):  # dense + tanh on the [CLS] token (row 0) only, as HF BertPooler
+        cls = g.node(OpKind.SLICE, x, axes=(0,), starts=(0,), ends=(1,), name="cls")
+        pooled = g.tanh(g.linear(cls, out_features=d_model, name="dense"), name="tanh")
     return g.build(outputs=(seq_out, pooled))
 
 
