@@ -18,6 +18,7 @@ from __future__ import annotations
 from accelsim.errors import AccelsimError
 from accelsim.llm.run import routes_to_llm, run_llm
 from accelsim.sim.api import run_pipeline
+from accelsim.sim.federated import simulate_federated
 from accelsim.sim.seq_mix import run_seq_mix
 from accelsim.sim.spec import SimulationConfig, SimulationResult, check_mode_knobs, check_tf32
 from accelsim.workload.sources import model_knob_defaults
@@ -39,6 +40,11 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
         _check_seq_lens(cfg, mode)
     elif cfg.padding is not None:
         raise AccelsimError("padding needs seq_lens (--seq-len-dist): the lengths to pad")
+    if mode == "federated":
+        if routes_to_llm(cfg) or cfg.decoder is not None:
+            raise AccelsimError("mode federated trains a layer-graph model on each client; a "
+                                "token-level decoder is not one (choose a zoo CNN or encoder)")
+        return simulate_federated(cfg)
     if routes_to_llm(cfg):
         if cfg.tf32 is not None:
             raise AccelsimError("--tf32 does not apply to a token-level decoder run (its fp32 "

@@ -42,7 +42,7 @@ class _StackChoice(click.Choice):
 
 
 _CHOICES: dict[str, Any] = {
-    "mode": click.Choice(["infer", "train", "serve"]),
+    "mode": click.Choice(["infer", "train", "serve", "federated"]),
     "precision": PRECISIONS,
     "software": _StackChoice(software_choices()),
     "dataflow": click.Choice(["ws", "os", "is"]),

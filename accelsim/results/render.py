@@ -249,6 +249,10 @@ def _opt(spec: str) -> Any:
 
 def render(r: dict[str, Any], layers: int | None = 10) -> str:
     """The whole human output; `layers` rows of the layer table (None: all, 0: none)."""
+    if r.get("workload", {}).get("mode") == "federated":
+        from accelsim.results.federated_text import federated_lines
+
+        return "\n".join(federated_lines(r))
     lines = summary_lines(r)
     if layers != 0 and Headline.of(r).memory.fits:
         lines += layer_lines(r, layers)

@@ -40,11 +40,12 @@ from accelsim.workload.seq_lens import read_seq_lens
 from accelsim.workload.sources import is_decoder_only, model_decoder
 from accelsim.workload.sources import model_knob_defaults as model_knobs
 
-ALL_MODES = ("infer", "train", "serve")
+ALL_MODES = ("infer", "train", "serve", "federated")
 TRAIN = ("train",)
 SERVE = ("serve",)
 SIMULATED = ("train", "serve")
 LLM = ("infer", "serve")  # token-level decoder knobs (accelsim.llm)
+FEDERATED = ("federated",)
 ALL_LLM = ("infer", "serve", "train")
 
 
@@ -85,12 +86,13 @@ MAX_BUCKET_MIB = 2.0**20
 
 
 _KNOBS = (
-    Knob("mode", "config", "mode", str, ALL_MODES, "the mode: infer, train or serve"),
+    Knob("mode", "config", "mode", str, ALL_MODES,
+         "the mode: infer, train, serve or federated (FedAvg rounds of clients)"),
     Knob("batch", "scenario", "batch_size", int, ALL_MODES,
          "batch size per accelerator (serve: the batcher's largest batch if max_batch unset)",
          low=1, high=MAX_BATCH),
     Knob("precision", "scenario", "precision", str, ALL_MODES, "numeric format"),
-    Knob("optimizer", "scenario", "optimizer", str, TRAIN,
+    Knob("optimizer", "scenario", "optimizer", str, ("train", "federated"),
          "training optimizer: sgd, momentum or adam"),
     Knob("software", "config", "software", str, ALL_MODES,
          "software stack (hw_profiles/software/; default: the device class's)"),
@@ -107,7 +109,8 @@ _KNOBS = (
          "systolic arrays: weight, output or input stationary (ws, os, is)"),
     Knob("devices", "config", "devices", int, SIMULATED, "accelerators used", low=1,
          high=MAX_DEVICES),
-    Knob("seed", "config", "seed", int, SIMULATED, "random seed", low=0, high=2**63 - 1),
+    Knob("seed", "config", "seed", int, (*SIMULATED, "federated"), "random seed", low=0,
+         high=2**63 - 1),
     Knob("max_events", "config", "max_events", int, SIMULATED,
          f"most events a run may schedule (default {DEFAULT_MAX_EVENTS:,})", low=1,
          high=MAX_MAX_EVENTS),
@@ -229,6 +232,35 @@ _KNOBS = (
          "off; unset: the stack's default)", low=0, high=MAX_INPUT),
     Knob("requests_file", "llm", "requests_file", str, SERVE,
          "decoder serving: CSV trace of arrival_s,prompt_tokens,output_tokens rows"),
+    # Federated learning (accelsim.sim.federated): clients train locally, a server averages.
+    Knob("population", "federated", "clients", int, FEDERATED,
+         "federated: clients in all (each the --hw device; default 10)", low=1, high=1 << 16),
+    Knob("clients_per_round", "federated", "clients_per_round", int, FEDERATED,
+         "federated: clients picked each round (default: all)", low=1, high=1 << 16),
+    Knob("rounds", "federated", "rounds", int, FEDERATED, "federated: FedAvg rounds", low=1,
+         high=100_000),
+    Knob("local_steps", "federated", "local_steps", int, FEDERATED,
+         "federated: training steps of --batch each client runs a round", low=1,
+         high=MAX_STEPS),
+    Knob("network", "federated", "network", str, FEDERATED,
+         "federated: the clients' network (hw_profiles/networks/, default lte)"),
+    Knob("uplink_mbps", "federated", "uplink_mbps", float, FEDERATED,
+         "federated: client uplink, Mbit/s (default: the network's)", low=1e-3, high=1e6),
+    Knob("downlink_mbps", "federated", "downlink_mbps", float, FEDERATED,
+         "federated: client downlink, Mbit/s (default: the network's)", low=1e-3, high=1e6),
+    Knob("rtt_ms", "federated", "rtt_s", float, FEDERATED,
+         "federated: client round-trip time, ms (default: the network's)", scale=1e-3, low=0,
+         high=MAX_WAIT_MS),
+    Knob("deadline_s", "federated", "deadline_s", float, FEDERATED,
+         "federated: a round's deadline; clients whose update has not arrived are dropped "
+         "(default: wait for all)", low=1e-6, high=1e7),
+    Knob("client_spread", "federated", "client_spread", float, FEDERATED,
+         "federated: spread of client speed (lognormal sigma; 0: all alike)", low=0, high=5),
+    Knob("server", "federated", "server", str, FEDERATED,
+         "federated: the aggregating server, a system (its NICs and DRAM; default "
+         "workstation)"),
+    Knob("update_precision", "federated", "update_precision", str, FEDERATED,
+         "federated: format of the updates clients send (default fp32)"),
 )
 KNOBS: dict[str, Knob] = {k.name: k for k in _KNOBS}
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -300,7 +332,7 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
     scenario: dict[str, Any] = {}
     inputs: dict[str, Any] = {}
     config: dict[str, Any] = {}
-    parts: dict[str, dict[str, Any]] = {"train": {}, "serve": {}, "llm": {}}
+    parts: dict[str, dict[str, Any]] = {"train": {}, "serve": {}, "llm": {}, "federated": {}}
     model_file = given.get("model_config")
     if model_file is not None:
         model_file = _convert("model_config", str, model_file)
@@ -355,4 +387,5 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
     config.pop("mode", None)
     # a decoder without a layer graph is read now, so that the run reads no model file
     return SimulationConfig(sc, hardware, mode=mode, train=parts["train"], serve=parts["serve"],
-                            llm=parts["llm"], decoder=model_decoder(sc.model), **config)
+                            llm=parts["llm"], federated=parts["federated"],
+                            decoder=model_decoder(sc.model), **config)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from accelsim.workload.decoder import DecoderConfig
     from accelsim.workload.seq_lens import SeqLens
 
-MODES = ("infer", "train", "serve")
+MODES = ("infer", "train", "serve", "federated")
 DEFAULT_MAX_EVENTS = 2_000_000  # the most events a run may schedule unless told
 
 
@@ -47,6 +47,7 @@ class SimulationConfig:
     train: dict[str, Any] = field(default_factory=dict)
     serve: dict[str, Any] = field(default_factory=dict)
     llm: dict[str, Any] = field(default_factory=dict)  # token-level decoder knobs (accelsim.llm)
+    federated: dict[str, Any] = field(default_factory=dict)  # `sim.federated.FederatedConfig`
     execute: bool = False  # infer: run the kernels, feed their error and sparsity in (execution)
     prune_2_4: bool = False  # with execute: the device runs conv/linear weights pruned to 2:4
     tf32: bool | None = None  # fp32 GEMMs as TF32 on tensor cores (None: the stack's default)
@@ -72,9 +73,10 @@ def check_mode_knobs(cfg: SimulationConfig, mode: str) -> None:
         raise AccelsimError(f"mode '{mode}': choose one of {', '.join(MODES)}")
     misplaced = [(k, "train") for k in cfg.train if mode != "train"]
     misplaced += [(k, "serve") for k in cfg.serve if mode != "serve"]
-    if mode == "infer":
+    misplaced += [(k, "federated") for k in cfg.federated if mode != "federated"]
+    if mode in ("infer", "federated"):  # (a federated run takes a seed: its clients' draws)
         misplaced += [(k, "train or serve") for k in ("devices", "seed", "max_events")
-                      if getattr(cfg, k) is not None]
+                      if getattr(cfg, k) is not None and (k != "seed" or mode == "infer")]
     if misplaced:
         knobs = ", ".join(f"'{k}' (mode {m})" for k, m in misplaced)
         raise AccelsimError(f"{knobs} do not apply to mode {mode}: drop them or choose that "

@@ -112,8 +112,9 @@ def test_default_seq_len_and_support(name: str) -> None:
 @pytest.mark.parametrize("seq_len", [128, 512])
 def test_matmul_flops_exact(name: str, seq_len: int) -> None:
     """Matmul-like FLOPs per token = 2 x weights (each weight one MAC per token), plus
-    QK^T and PV: 2 x 2 x S x d_attn per layer (BERT's pooler: 2 x d^2 once a sequence) (counted dense: `counts` does not skip the
-    causally masked half), plus the tied LM head's 2 x d x V (Kaplan's "de-embed" row), plus
+    QK^T and PV: 2 x 2 x S x d_attn per layer (counted dense: `counts` does not skip the
+    causally masked half; BERT's pooler: 2 x d^2 once a sequence), plus the tied LM head's
+    2 x d x V (Kaplan's "de-embed" row), plus
     the softmax the attention op carries: 5 FLOPs per score, H x S scores per token."""
     cfg = CFGS[name]
     expected = 2 * cfg.matmul_weights + 4 * cfg.layers * seq_len * cfg.d

@@ -2,8 +2,9 @@
 
 - BERT: Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers for
   Language Understanding" (NAACL). Post-LN encoder, GELU FFN, with the pooler (dense + tanh
-  on the [CLS] token) so that parameters match HF `bert-base-uncased` (109,482,240) and `bert-large-uncased`
-  (335,141,888); the masked-LM and next-sentence heads are not included, as in those counts.
+  on the [CLS] token) so that parameters match HF `bert-base-uncased` (109,482,240) and
+  `bert-large-uncased` (335,141,888); the masked-LM and next-sentence heads are not
+  included, as in those counts.
 - GPT-2: Radford et al. 2019, "Language Models are Unsupervised Multitask Learners". Pre-LN
   decoder, causal attention, final LayerNorm, LM head tied to the token embedding
   (HF `gpt2`: 124,439,808 parameters, the tied matrix counted once).
