@@ -280,3 +280,20 @@ def test_busy_device_power_within_tdp() -> None:
         power_w = busy["energy_j"] / busy["time_s"]
         assert (power_w <= profile.power.tdp_w * (1 + 1e-9)).all(), profile.name
         assert out["energy_j"].sum() / out["time_s"].sum() <= profile.power.tdp_w * (1 + 1e-9)
+
+
+def test_fpga_fp8_runs_one_mac_per_dsp():
+    """fp8 cannot use the two-int8-MACs-per-DSP packing: every matmul row of a ZCU104 fp8 run
+    stays under DSP slices x 1 MAC x 2 FLOP x clock (the board's published resources), and
+    the fp8 run is slower than its int8 run."""
+    from accelsim.profiles.devices import load_profile
+    from accelsim.run import run_simulation
+    from accelsim.sim.knobs import make_config
+
+    c = load_profile("zcu104").compute
+    ceiling = c.dsp_slices * 1 * 2 * c.clock_hz
+    rec = run_simulation(make_config("resnet50", "zcu104", precision="fp8", batch=4)).record
+    rows = [r for r in rec["layers"] if r["op"] in ("conv2d", "linear") and r["time_s"] > 0]
+    assert rows and max(r["flops"] / r["time_s"] for r in rows) <= ceiling * (1 + 1e-9)
+    int8 = run_simulation(make_config("resnet50", "zcu104", precision="int8", batch=4)).record
+    assert rec["latency_s"] > int8["latency_s"]

@@ -73,7 +73,10 @@ from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import SoftwareStack
 
 # DSP operand width that carries each precision (profile key of compute.macs_per_dsp).
-DSP_WIDTH = {"int8": "int8", "fp8": "int8", "fp16": "int16", "bf16": "int16"}
+# NB: fp8 runs one MAC per DSP (the int16 width): the two-MACs-per-DSP int8 packing (AMD WP486)
+# adds two integer products in one wide multiplier, which floating-point operands (each with
+# its own exponent) do not allow; the exponent add and alignment are taken as free in LUTs.
+DSP_WIDTH = {"int8": "int8", "fp8": "int16", "fp16": "int16", "bf16": "int16"}
 
 
 def dsp_width(profile: DeviceProfile, precision: str) -> str:
