@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from accelsim.errors import AccelsimError
 from accelsim.llm.run import routes_to_llm, run_llm
+from accelsim.sim.cost import cost_block
 from accelsim.sim.api import run_pipeline
-from accelsim.sim.federated import simulate_federated
 from accelsim.sim.seq_mix import run_seq_mix
 from accelsim.sim.spec import SimulationConfig, SimulationResult, check_mode_knobs, check_tf32
 from accelsim.workload.sources import model_knob_defaults
@@ -30,7 +30,16 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     """Run the simulation `cfg` describes on its engine; bad settings raise `AccelsimError`.
     With `detail` False the record's `layers` list is empty and an inference run has no event
     records (sweeps, which keep one flat row per point, skip that work); every figure is the
-    same."""
+    same. Every record ends with its `cost` (`accelsim.sim.cost`)."""
+    res = _run(cfg, detail)
+    if res.record.get("workload", {}).get("mode") != "federated":  # (clients are not rented)
+        res.record["cost"] = cost_block(res.record, cfg.usd_per_kwh, cfg.pue,
+                                        cfg.usd_per_device_hour)
+    return res
+
+
+def _run(cfg: SimulationConfig, detail: bool) -> SimulationResult:
+    """`cfg` on the engine its mode and model choose."""
     mode = cfg.mode or cfg.scenario.mode
     check_mode_knobs(cfg, mode)
     check_tf32(cfg)
@@ -44,6 +53,8 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
         if routes_to_llm(cfg) or cfg.decoder is not None:
             raise AccelsimError("mode federated trains a layer-graph model on each client; a "
                                 "token-level decoder is not one (choose a zoo CNN or encoder)")
+        from accelsim.sim.federated import simulate_federated  # (SimPy: only when asked)
+
         return simulate_federated(cfg)
     if routes_to_llm(cfg):
         if cfg.tf32 is not None:

@@ -105,6 +105,15 @@ _KNOBS = (
     Knob("padding", "config", "padding", str, ("infer",),
          "with seq_len_dist: batch-max (each batch padded to its longest) or removed (packed, "
          "as TensorRT's variable-length BERT); default: the software stack's"),
+    Knob("usd_per_device_hour", "config", "usd_per_device_hour", float, ALL_MODES,
+         "price of one accelerator-hour, US$ (default: hw_profiles/prices/, else no $ figures)",
+         low=1e-6, high=1e6),
+    Knob("usd_per_kwh", "config", "usd_per_kwh", float, ALL_MODES,
+         "electricity price, US$ per kWh at the wall: the run's energy cost (default: none)",
+         low=0.0, high=100.0),
+    Knob("pue", "config", "pue", float, ALL_MODES,
+         "power usage effectiveness: facility power over IT power (default 1: the devices' "
+         "own draw)", low=1.0, high=10.0),
     Knob("dataflow", "config", "dataflow", str, ALL_MODES,
          "systolic arrays: weight, output or input stationary (ws, os, is)"),
     Knob("devices", "config", "devices", int, SIMULATED, "accelerators used", low=1,
