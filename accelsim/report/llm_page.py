@@ -20,6 +20,7 @@ import pandas as pd
 from accelsim.llm.train_record import step_parts as train_step_parts
 from accelsim.plots.breakdown import memory_figure, share_figure
 from accelsim.plots.timeline import gantt
+from accelsim.report.cards import bottleneck_card, has_slo, slo_text, summary_html
 from accelsim.report.html import (
     bottleneck_para,
     bullets,
@@ -31,7 +32,7 @@ from accelsim.report.html import (
     section,
     table,
 )
-from accelsim.results.render import fmt_si, summary_lines
+from accelsim.results.render import fmt_si
 from accelsim.workload.scenario import Scenario
 
 # memory entries that are not a part of what the GPU holds
@@ -95,9 +96,11 @@ def _tokens(rec: dict[str, Any]) -> str:
                 for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
                           "latency_p50_s", "latency_p99_s")]
         rows += [("tokens/s", f"{rec['tokens_per_s']:,.0f}"),
-                 ("requests/s (goodput)", f"{rec['requests_per_s']:.3g} "
-                                          f"({rec['goodput_requests_per_s']:.3g})"),
-                 ("batching", f"{rec['batching']}, mean running batch "
+                 ("requests/s", f"{rec['requests_per_s']:.3g}")]
+        if has_slo(rec):  # without a target every request counts: goodput says nothing
+            rows.append((f"goodput (requests/s meeting {slo_text(rec)})",
+                         f"{rec['goodput_requests_per_s']:.3g}"))
+        rows += [("batching", f"{rec['batching']}, mean running batch "
                               f"{rec['batch_size_mean']:.1f}, {rec['preemptions']} "
                               "preemptions"),
                  ("KV cache budget", f"{fmt_si(rec['kv_cache_bytes'])}B"),
@@ -191,7 +194,8 @@ def llm_page(workload: Any, hw: str, knobs: dict[str, Any], result: Any) -> str:
     rec = result.record
     w, h = rec["workload"], rec["hardware"]
     fits = result.fits
-    parts = opening(rec, "\n".join(summary_lines(rec)), _setup(rec, knobs))
+    verdict = [bottleneck_card(rec)] if fits else []
+    parts = opening(rec, summary_html(rec, verdict, []), _setup(rec, knobs))
     if fits:
         parts += [section("Tokens", _tokens(rec), section_id="tokens"),
                   section("What limits it", *_limits(rec), section_id="bottleneck")]

@@ -195,9 +195,14 @@ def _joules(v: float | None) -> str:
 
 
 def _allreduce_line(r: dict[str, Any]) -> str:
-    """What the gradient all-reduce cost, or that there is none (one device)."""
+    return "  all-reduce   " + allreduce_text(r)
+
+
+def allreduce_text(r: dict[str, Any]) -> str:
+    """What a training pipeline's gradient all-reduce cost, or that there is none (one
+    device)."""
     if r["comm_link"] is None:
-        return "  all-reduce   none (one device)"
+        return "none (one device)"
     every = "" if r["accumulate"] == 1 else f" once every {r['accumulate']} micro-steps"
     if r["overlap_allreduce"]:
         how = (f"{r['allreduce_buckets']} buckets of {r['bucket_bytes'] / 2**20:g} MiB overlapped "
@@ -207,7 +212,7 @@ def _allreduce_line(r: dict[str, Any]) -> str:
     if r.get("nodes", 1) > 1:
         every += (f" across {r['nodes']} nodes ({r['comm_network']} between them, "
                   f"{r['comm_network_time_s'] * 1e3:.2f} ms of it) and")
-    return (f"  all-reduce   {fmt_si(r['memory']['gradients_bytes'])}B of gradients{every} over "
+    return (f"{fmt_si(r['memory']['gradients_bytes'])}B of gradients{every} over "
             f"{r['comm_link']} ({r['allreduce_algorithm']}, "
             f"{r['comm_achievable_bandwidth_gb_s']:.0f} GB/s achievable), "
             f"{r['allreduce_time_s'] * 1e3:.2f} ms as one message; {how}; "

@@ -1,0 +1,145 @@
+"""A report's summary as cards: the answer (the figures a reader came for, by mode) and the
+verdict (what would relieve the bottleneck, the bottleneck, an overload), read from the
+record's `Headline`, not from the terminal text.
+
+    answer_cards(rec)        # [Card("throughput", "2,345.6 samples/s", ""), ...]
+    overload_text(rec)       # "arrivals 50/s exceed the 12/s served: ..." or None
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelsim.results.headline import Headline
+from accelsim.results.render import duration_text, fmt_si
+
+_PER = {"infer": "per batch", "train": "per step", "serve": "mean per request"}
+
+
+@dataclass(frozen=True)
+class Card:
+    """One figure of the summary: what it is, its value with unit, a line of context; `kind`
+    styles it ("answer", "relief", "bottleneck", "alert")."""
+
+    label: str
+    value: str
+    detail: str = ""
+    kind: str = "answer"
+
+
+def _ms(seconds: float | None, digits: int = 2) -> str:
+    return "n/a" if seconds is None else duration_text(seconds, digits)
+
+
+def _pct(share: float | None) -> str:
+    return "n/a" if share is None else f"{share:.1%}"
+
+
+def _rate(per_s: float) -> str:
+    """8,000 or 12.3: whole numbers from 100 up, 3 significant digits below."""
+    return f"{per_s:,.0f}" if per_s >= 100 else f"{per_s:.3g}"
+
+
+def _energy(j_per_sample: float) -> str:
+    return f"{j_per_sample * 1e3:.3g} mJ" if j_per_sample < 1 else f"{j_per_sample:,.3g} J"
+
+
+def answer_cards(rec: dict[str, Any]) -> list[Card]:
+    """The figures of the run, most wanted first: AU for a training pipeline, p99 for a
+    server, TTFT, TPOT and tokens/s for a decoder; empty for a run that does not fit."""
+    head = Headline.of(rec)
+    if not head.memory.fits:
+        return []
+    if head.tokens is not None and "tp" in rec:
+        return _token_cards(rec, head)
+    fig, mode = head.figures, rec["workload"]["mode"]
+    out = []
+    if mode == "train" and head.training is not None:
+        met = "meets" if rec["meets_au_target"] else "misses"
+        out.append(Card("accelerator utilisation", _pct(rec["accelerator_utilization"]),
+                        f"MLPerf Storage AU; {met} the {rec['au_target']:.0%} target"))
+    if mode == "serve" and head.serving is not None:
+        sv = head.serving
+        out.append(Card("p99 latency", _ms(sv.latency_p99_s),
+                        f"p50 {_ms(sv.latency_p50_s)}, p95 {_ms(sv.latency_p95_s)}"))
+    tput = fig.throughput_samples_per_s
+    out.append(Card("throughput", (f"{tput:,.1f}" if tput >= 10 else f"{tput:.3g}") + " samples/s",
+                    f"{rec.get('devices', 1)} accelerator(s)"))
+    out.append(Card("latency", _ms(fig.latency_s, 3), _PER[mode]))
+    if fig.energy_j_per_sample is not None:
+        per_w = fig.samples_per_j
+        out.append(Card("energy", f"{_energy(fig.energy_j_per_sample)}/sample",
+                        f"{fig.average_power_w:,.0f} W average"
+                        + ("" if per_w is None else f", {per_w:.3g} samples/J")))
+    return out
+
+
+def _token_cards(rec: dict[str, Any], head: Headline) -> list[Card]:
+    t, mode = head.tokens, rec["workload"]["mode"]
+    assert t is not None
+    if mode == "train":
+        return [Card("tokens/s", f"{t.tokens_per_s:,.0f}",
+                     f"{rec['global_batch_tokens']:,} tokens per step"),
+                Card("step time", _ms(rec["step_time_s"]), f"tp {rec['tp']} x pp {rec['pp']} "
+                     f"x dp {rec['dp']}, ZeRO {rec['zero']}"),
+                Card("MFU", _pct(t.mfu), "model FLOPs / peak of every GPU"),
+                Card("energy", f"{t.energy_j_per_token:.3g} J/token",
+                     f"{rec['average_power_w']:,.0f} W average")]
+    if mode == "serve":
+        out = [Card("TTFT", _ms(t.ttft_p50_s, 1), f"p50; p99 {_ms(t.ttft_p99_s, 1)}"),
+               Card("TPOT", _ms(t.tpot_p50_s), f"p50; p99 {_ms(t.tpot_p99_s)}"),
+               Card("tokens/s", f"{t.tokens_per_s:,.0f}",
+                    f"{rec['requests_per_s']:.3g} requests/s served")]
+        if has_slo(rec):
+            out.append(Card("goodput", f"{t.goodput_requests_per_s:.3g} req/s",
+                            f"{rec['slo_met_fraction']:.1%} of requests meet {slo_text(rec)}"))
+        return out
+    return [Card("TTFT", _ms(t.ttft_s, 1), "prefill of the batch"),
+            Card("TPOT", _ms(t.tpot_s), "one decode step"),
+            Card("tokens/s", f"{t.tokens_per_s:,.0f}", "output tokens, the whole batch"),
+            Card("MFU", _pct(t.mfu), f"KV cache {fmt_si(t.kv_cache_bytes or 0)}B")]
+
+
+def has_slo(rec: dict[str, Any]) -> bool:
+    """Whether a served decoder was given a TTFT or TPOT target (goodput means something)."""
+    return rec.get("slo_ttft_s") is not None or rec.get("slo_tpot_s") is not None
+
+
+def slo_text(rec: dict[str, Any]) -> str:
+    """"TTFT <= 500 ms and TPOT <= 50 ms"."""
+    parts = [f"{name} <= {_ms(rec[key], 0)}" for name, key in
+             (("TTFT", "slo_ttft_s"), ("TPOT", "slo_tpot_s")) if rec.get(key) is not None]
+    return " and ".join(parts)
+
+
+def overload_text(rec: dict[str, Any]) -> str | None:
+    """The sentence saying a server is overloaded (arrivals beyond what it can serve), or None.
+    A batch server: its offered load (arrival rate / capacity) is above 1. A decoder server:
+    its record's bottleneck is "queueing" (waits grow through the run); its capacity is then
+    the rate it served. NB: a decoder's capacity is not computed apart from the run."""
+    load, capacity = rec.get("offered_load"), rec.get("capacity_samples_per_s")
+    if load is not None and load > 1 and capacity:
+        rate, n = load * capacity, rec.get("requests_served")
+    elif rec.get("bottleneck") == "queueing" and rec.get("rate_per_s") and "tp" in rec:
+        rate, capacity, n = rec["rate_per_s"], rec["requests_per_s"], rec.get("requests")
+    else:
+        return None
+    return (f"arrivals {_rate(rate)}/s exceed capacity {_rate(capacity)}/s: the queue grows "
+            f"without bound; percentiles are of the first {n:,} requests")
+
+
+def bottleneck_card(rec: dict[str, Any]) -> Card:
+    """What bounds the run, and why (`Headline.figures`)."""
+    fig = Headline.of(rec).figures
+    return Card("bottleneck", fig.bottleneck, fig.bottleneck_detail or "", "bottleneck")
+
+
+def summary_html(rec: dict[str, Any], verdict: list[Card], notes: list[str]) -> str:
+    """The summary section's body: the answer's cards, an overload said in words, the verdict
+    (`verdict`: relief, bottleneck) and `notes` as a list."""
+    from accelsim.report.html import bullets, cards
+
+    over = overload_text(rec)
+    alert = [Card("overloaded", over, "", "alert")] if over else []
+    return cards(answer_cards(rec)) + cards(alert + verdict) + bullets(notes)
