@@ -3,7 +3,7 @@ verdict (what would relieve the bottleneck, the bottleneck, an overload), read f
 record's `Headline`, not from the terminal text.
 
     answer_cards(rec)        # [Card("throughput", "2,345.6 samples/s", ""), ...]
-    overload_text(rec)       # "arrivals 50/s exceed the 12/s served: ..." or None
+    summary_html(rec, [bottleneck_card(rec)], notes=[])
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from accelsim.results.headline import Headline
 from accelsim.results.render import duration_text, fmt_si
+from accelsim.results.serving_text import has_slo, overload_text, slo_text
 
 _PER = {"infer": "per batch", "train": "per step", "serve": "mean per request"}
 
@@ -34,11 +35,6 @@ def _ms(seconds: float | None, digits: int = 2) -> str:
 
 def _pct(share: float | None) -> str:
     return "n/a" if share is None else f"{share:.1%}"
-
-
-def _rate(per_s: float) -> str:
-    """8,000 or 12.3: whole numbers from 100 up, 3 significant digits below."""
-    return f"{per_s:,.0f}" if per_s >= 100 else f"{per_s:.3g}"
 
 
 def _energy(j_per_sample: float) -> str:
@@ -99,34 +95,6 @@ def _token_cards(rec: dict[str, Any], head: Headline) -> list[Card]:
             Card("TPOT", _ms(t.tpot_s), "one decode step"),
             Card("tokens/s", f"{t.tokens_per_s:,.0f}", "output tokens, the whole batch"),
             Card("MFU", _pct(t.mfu), f"KV cache {fmt_si(t.kv_cache_bytes or 0)}B")]
-
-
-def has_slo(rec: dict[str, Any]) -> bool:
-    """Whether a served decoder was given a TTFT or TPOT target (goodput means something)."""
-    return rec.get("slo_ttft_s") is not None or rec.get("slo_tpot_s") is not None
-
-
-def slo_text(rec: dict[str, Any]) -> str:
-    """"TTFT <= 500 ms and TPOT <= 50 ms"."""
-    parts = [f"{name} <= {_ms(rec[key], 0)}" for name, key in
-             (("TTFT", "slo_ttft_s"), ("TPOT", "slo_tpot_s")) if rec.get(key) is not None]
-    return " and ".join(parts)
-
-
-def overload_text(rec: dict[str, Any]) -> str | None:
-    """The sentence saying a server is overloaded (arrivals beyond what it can serve), or None.
-    A batch server: its offered load (arrival rate / capacity) is above 1. A decoder server:
-    its record's bottleneck is "queueing" (waits grow through the run); its capacity is then
-    the rate it served. NB: a decoder's capacity is not computed apart from the run."""
-    load, capacity = rec.get("offered_load"), rec.get("capacity_samples_per_s")
-    if load is not None and load > 1 and capacity:
-        rate, n = load * capacity, rec.get("requests_served")
-    elif rec.get("bottleneck") == "queueing" and rec.get("rate_per_s") and "tp" in rec:
-        rate, capacity, n = rec["rate_per_s"], rec["requests_per_s"], rec.get("requests")
-    else:
-        return None
-    return (f"arrivals {_rate(rate)}/s exceed capacity {_rate(capacity)}/s: the queue grows "
-            f"without bound; percentiles are of the first {n:,} requests")
 
 
 def bottleneck_card(rec: dict[str, Any]) -> Card:

@@ -10,6 +10,8 @@ from typing import Any
 import pandas as pd
 
 from accelsim.results.headline import Headline, PowerSplit
+from accelsim.results.serving_text import has_slo, overload_text, slo_text
+from accelsim.results.textfit import WIDTH, text_table, wrap_lines
 
 _UNIT = {"infer": "per batch", "train": "per step", "serve": "mean per request"}
 
@@ -47,12 +49,16 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
     prec = w["precision"]
     if hw.get("compute_precision", prec) != prec:
         prec += f" (matmuls in {hw['compute_precision']})"
-    lines.append(f"{w['name']} {w['mode']}, batch {w['batch_size']}, {prec} on {hw['name']} "
+    batch = "max batch" if w["mode"] == "serve" else "batch"  # (not the largest that fits)
+    lines.append(f"{w['name']} {w['mode']}, {batch} {w['batch_size']}, {prec} on {hw['name']} "
                  f"({hw['class']}, {_software(hw)}) in {hw['system']}")
     fits, fig = head.memory.fits, head.figures
-    if fits:
-        lines += _headline_lines(r, head)
+    over = overload_text(r) if fits else None
+    if over:
+        lines.append(f"  OVERLOADED   {over}")
+    if fits:  # a decoder's token figures first: what its users read
         lines += _llm_lines(r, head)
+        lines += _headline_lines(r, head)
     lines += [
         f"  bottleneck   {fig.bottleneck}: {fig.bottleneck_detail or ''}",
         f"  memory       {_memory_line(mem)}",
@@ -132,11 +138,12 @@ def _llm_lines(r: dict[str, Any], head: Headline) -> list[str]:
                 + f" x dp {r['dp']}, ZeRO {r['zero']}"
                 + (", recompute" if r["recompute"] else "")] + _checkpoint_lines(r)
     if t.ttft_p50_s is not None:
+        good = (f"; goodput {t.goodput_requests_per_s:.2f} req/s meeting {slo_text(r)}"
+                if has_slo(r) else "")
         return [f"  tokens       TTFT p50 {duration_text(t.ttft_p50_s, 1)}, p99 "
                 f"{duration_text(t.ttft_p99_s, 1)}; TPOT p50 {duration_text(t.tpot_p50_s, 2)}, "
-                f"p99 {duration_text(t.tpot_p99_s, 2)}; {t.tokens_per_s:,.0f} tokens/s; goodput "
-                f"{t.goodput_requests_per_s:.2f} req/s; {r['batching']} batching, "
-                f"tp {r['tp']} x pp {r['pp']}"]
+                f"p99 {duration_text(t.tpot_p99_s, 2)}; {t.tokens_per_s:,.0f} tokens/s{good}; "
+                f"{r['batching']} batching, tp {r['tp']} x pp {r['pp']}"]
     return []
 
 
@@ -220,7 +227,8 @@ def allreduce_text(r: dict[str, Any]) -> str:
 
 
 def layer_lines(r: dict[str, Any], top: int | None) -> list[str]:
-    """The layers by time, slowest first (`top` of them, or all in graph order if None)."""
+    """The layers by time, slowest first (`top` of them, or all in graph order if None); a
+    host-bound run (`host_bound_line`) says so in one line instead of rows of equal times."""
     layers = pd.DataFrame(r["layers"])
     if layers.empty:
         return []
@@ -228,13 +236,17 @@ def layer_lines(r: dict[str, Any], top: int | None) -> list[str]:
     layers["share"] = layers["time_s"] / total_s if total_s > 0 else 0.0
     if top is not None:
         layers = layers.sort_values("time_s", ascending=False, kind="stable").head(top)
+        host = host_bound_line(r, layers)
+        if host is not None:
+            return ["", host]
         head = (f"Top {len(layers)} of {len(r['layers'])} layer rows by time "
                 "(--layers all for every row):")
     else:
         head = f"All {len(layers)} layer rows:"
     shown = layers.assign(
         flops=layers["flops"].map(fmt_si), bytes=layers["bytes"].map(fmt_si),
-        time_ms=layers["time_s"] * 1e3, energy_mj=layers["energy_j"] * 1e3,
+        time_ms=(layers["time_s"] * 1e3).map(lambda x: f"{x:.4f}"),
+        energy_mj=(layers["energy_j"] * 1e3).map(lambda x: f"{x:.4f}"),
         share=layers["share"].map(lambda s: f"{s:.1%}"))
     cols = ["name", "op", "phase", "flops", "bytes", "time_ms", "share", "energy_mj", "bound"]
     cols += [c for c in ("unit",) if c in shown]
@@ -243,8 +255,35 @@ def layer_lines(r: dict[str, Any], top: int | None) -> list[str]:
                              zeros_in=shown["input_sparsity"].map(_opt(".0%")),
                              zeros_w=shown["weight_sparsity"].map(_opt(".0%")))
         cols += ["error", "zeros_in", "zeros_w"]
-    table = shown[cols].to_string(index=False, float_format=lambda x: f"{x:.4f}")
-    return ["", head, table]
+    right = {i for i, c in enumerate(cols) if c not in ("name", "op", "phase", "bound", "unit")}
+    cells = shown[cols].astype(str).to_numpy().tolist()
+    return ["", head, *text_table(cols, cells, right, WIDTH, shrink=0)]
+
+
+# NB: rows within 5% of one another read as equal; 80% of them per-op overhead is host-bound.
+EQUAL_TIMES = 1.05
+HOST_BOUND_SHARE = 0.8
+
+
+def host_bound_line(r: dict[str, Any], top: pd.DataFrame) -> str | None:
+    """When the slowest rows take about the same time and most are bound by per-op overhead
+    (launch and dispatch on the host), one line saying so, with the host time per batch or
+    step; else None."""
+    all_rows = pd.DataFrame(r["layers"])
+    times = top["time_s"]
+    if len(top) < 2 or float(times.min()) <= 0 or times.max() > EQUAL_TIMES * times.min():
+        return None
+    if (top["bound"] == "overhead").mean() < HOST_BOUND_SHARE:
+        return None
+    over = all_rows[all_rows["bound"] == "overhead"]
+    total_s = float(all_rows["time_s"].sum())
+    per = "step" if r["workload"]["mode"] == "train" else "batch"
+    return (f"Host-bound: per-op overhead (launch and dispatch on the host) sets "
+            f"{len(over):,} of {len(all_rows):,} layer rows at about "
+            f"{duration_text(float(over['time_s'].median()), 4)} each, "
+            f"{duration_text(float(over['time_s'].sum()))} of the "
+            f"{duration_text(total_s)} per {per}; no layer stands out (--layers all lists "
+            "every row)")
 
 
 def _opt(spec: str) -> Any:
@@ -257,7 +296,7 @@ def render(r: dict[str, Any], layers: int | None = 10) -> str:
     lines = summary_lines(r)
     if layers != 0 and Headline.of(r).memory.fits:
         lines += layer_lines(r, layers)
-    return "\n".join(lines)
+    return "\n".join(wrap_lines(lines, WIDTH))
 
 
 def duration_text(seconds: float, ms_digits: int = 3) -> str:
