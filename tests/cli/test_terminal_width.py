@@ -101,3 +101,15 @@ def test_a_host_bound_run_says_so_in_one_line_with_the_host_time():
 def test_a_run_with_a_slowest_layer_keeps_its_table():
     out = _run(COMMANDS["bert-multinode"])
     assert "Top 10 of" in out and "Host-bound" not in out
+
+
+def test_a_decoders_repr_leads_with_its_token_figures():
+    import accelsim
+    from accelsim.results.render import duration_text
+
+    r = accelsim.simulate("llama2_7b", "a100", prompt_tokens=128, output_tokens=32, batch=2)
+    rec = r.record
+    what = repr(r).split(": ", 1)[1]
+    assert what.startswith(f"TTFT {duration_text(rec['ttft_s'], 1)}, TPOT "
+                           f"{duration_text(rec['tpot_s'], 2)}, {rec['tokens_per_s']:,.0f} tokens/s")
+    assert "tokens/s" not in repr(accelsim.simulate("resnet50", "a100"))
