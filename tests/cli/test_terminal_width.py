@@ -111,5 +111,6 @@ def test_a_decoders_repr_leads_with_its_token_figures():
     rec = r.record
     what = repr(r).split(": ", 1)[1]
     assert what.startswith(f"TTFT {duration_text(rec['ttft_s'], 1)}, TPOT "
-                           f"{duration_text(rec['tpot_s'], 2)}, {rec['tokens_per_s']:,.0f} tokens/s")
+                           f"{duration_text(rec['tpot_s'], 2)}, "
+                           f"{rec['tokens_per_s']:,.0f} tokens/s")
     assert "tokens/s" not in repr(accelsim.simulate("resnet50", "a100"))
