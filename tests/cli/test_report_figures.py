@@ -1,7 +1,9 @@
 """Every figure of every report page, and the compare and sweep figures, draw their legends
 and labels inside the figure: each text's extent as the renderer lays it out (matplotlib, Agg;
 no browser) lies inside the figure's box. The check itself is tested on a legend known to be
-too wide. Collectives of an LLM training step get one colour each."""
+too wide. Where Chromium is installed, each page is opened in it and every figure must show
+whole inside its box and the page, every card without overflow. Collectives of an LLM training
+step get one colour each."""
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -19,7 +21,7 @@ from accelsim.report.page import build_page
 from accelsim.results.metrics import STALL_NAMES
 from tests.helpers.cli import run_cli
 from tests.helpers.figure_text import text_outside
-from tests.helpers.report_pages import Page
+from tests.helpers.report_pages import Page, chromium, load_in_chromium
 
 PAGES = {
     "train": ("resnet50-train", "dgx-a100", {"steps": 12, "prep_workers": 2}),
@@ -103,3 +105,18 @@ def test_each_collective_of_a_training_step_has_its_own_colour():
     plt.close(fig)
     assert {"reducescatter", "allgather"} <= set(colours)
     assert len(set(colours.values())) == len(colours), colours
+
+
+@pytest.mark.skipif(chromium() is None, reason="Chromium is not installed")
+@pytest.mark.parametrize("window", ["1280,900", "700,900"])
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_shows_its_figures_and_cards_whole_in_chromium(tmp_path, name, window):
+    import re
+
+    workload, hw, knobs = PAGES[name]
+    path = tmp_path / f"{name}.html"
+    path.write_text(build_page(workload, hw, knobs))
+    dom = load_in_chromium(path, tmp_path / "profile", window)
+    attrs = dict(re.findall(r'(data-[a-z-]+)="(-?\d+)"', dom[dom.index("<body"):][:400]))
+    assert attrs["data-figures-loaded"] == attrs["data-figures"], attrs
+    assert attrs["data-figures-outside"] == "0" and attrs["data-cards-outside"] == "0", attrs
