@@ -55,7 +55,7 @@ def accelerator_time_figure(table: pd.DataFrame, title: str = "") -> Any:
         if not (shares[col] > 0).any():
             continue
         ax.barh(y, shares[col], left=left, color=colors.get(col, OTHER_COLOR),
-                label=col if col in ("compute", "other") else f"{col} stall")
+                label=col if col in ("compute", "other") else f"{col.replace('_', ' ')} stall")
         left += shares[col]
     ax.set_yticks(y, shares.index)
     ax.set_ylim(len(shares) - 0.5, -0.5)
