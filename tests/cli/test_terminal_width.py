@@ -114,3 +114,15 @@ def test_a_decoders_repr_leads_with_its_token_figures():
                            f"{duration_text(rec['tpot_s'], 2)}, "
                            f"{rec['tokens_per_s']:,.0f} tokens/s")
     assert "tokens/s" not in repr(accelsim.simulate("resnet50", "a100"))
+
+
+def test_a_decoder_trained_from_fp32_is_not_told_about_inference_stacks():
+    import accelsim
+
+    train = accelsim.simulate("llama2_7b", "dgx-a100", mode="train", seq_len=512, batch=1,
+                              tp=2, zero=1)
+    assert train.record["workload"]["precision"] == "fp16"
+    assert not any("inference" in n for n in train.notes)
+    assert any("trains in fp16" in n for n in train.notes)
+    infer = accelsim.simulate("llama2_7b", "a100", prompt_tokens=64, output_tokens=8, batch=1)
+    assert any("LLM inference stacks" in n for n in infer.notes)
