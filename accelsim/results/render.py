@@ -107,16 +107,36 @@ def _headline_lines(r: dict[str, Any], head: Headline) -> list[str]:
         lines.append(f"  clock        {clock['sustained_mhz']:,.0f} MHz sustained of "
                      f"{clock['rated_mhz']:,.0f} rated (power-limited "
                      f"{clock['power_limited_time_share']:.0%} of the time)")
-    e_j = fig.energy_j_per_sample
-    energy = f"{e_j * 1e3:.3f} mJ/sample" if e_j < 10 else f"{e_j:,.1f} J/sample"
+    energy = energy_text(fig.energy_j_per_sample) + "/sample"
     per_token = head.tokens.energy_j_per_token if head.tokens else None
     if per_token is not None:  # decoder training: samples are long
         energy += f" ({per_token:.3g} J/token)"
-    per_j_fmt = ".2f" if per_j is None or per_j >= 0.01 else ".3g"
     return lines + [
-        f"  energy       {energy}, {power:.0f} W average"
-        f"{_split(fig.split)}, {_num(per_j, per_j_fmt, ' samples/J')}",
+        f"  energy       {energy}, {power_text(power)} average"
+        f"{_split(fig.split)}, {'n/a' if per_j is None else per_energy_text(per_j)}",
     ]
+
+
+def energy_text(joules: float) -> str:
+    """An energy in the unit its magnitude reads best in: mJ below 1 J, then J."""
+    if joules < 1.0:
+        return f"{joules * 1e3:.3f} mJ"
+    return f"{joules:.3f} J" if joules < 10 else f"{joules:,.1f} J"
+
+
+def power_text(watts: float) -> str:
+    """"193 W", or "108.9 kW" from 10 kW up (a cluster)."""
+    return f"{watts:.0f} W" if watts < 1e4 else f"{watts / 1e3:,.1f} kW"
+
+
+def per_energy_text(samples_per_j: float) -> str:
+    """Performance per watt, samples/J; below 0.01, per kJ (from 1 up) or per MJ, 3
+    significant digits, rather than "7.72e-05 samples/J"."""
+    if samples_per_j >= 0.01:
+        return f"{samples_per_j:.2f} samples/J"
+    if samples_per_j * 1e3 >= 1.0:
+        return f"{samples_per_j * 1e3:.3g} samples/kJ"
+    return f"{samples_per_j * 1e6:.3g} samples/MJ"
 
 
 def _llm_lines(r: dict[str, Any], head: Headline) -> list[str]:

@@ -126,3 +126,14 @@ def test_a_decoder_trained_from_fp32_is_not_told_about_inference_stacks():
     assert any("trains in fp16" in n for n in train.notes)
     infer = accelsim.simulate("llama2_7b", "a100", prompt_tokens=64, output_tokens=8, batch=1)
     assert any("LLM inference stacks" in n for n in infer.notes)
+
+
+def test_energy_power_and_performance_per_watt_read_in_their_magnitudes_unit():
+    from accelsim.results.render import energy_text, per_energy_text, power_text
+
+    assert energy_text(0.196015) == "196.015 mJ" and energy_text(9.086285) == "9.086 J"
+    assert energy_text(822.44) == "822.4 J"
+    assert power_text(193.2) == "193 W" and power_text(108_929.0) == "108.9 kW"
+    assert per_energy_text(0.55) == "0.55 samples/J"
+    assert per_energy_text(0.00122) == "1.22 samples/kJ"  # 0.00122 x 1000
+    assert per_energy_text(7.72e-05) == "77.2 samples/MJ"  # 7.72e-05 x 1e6
