@@ -232,7 +232,7 @@ def allreduce_text(r: dict[str, Any]) -> str:
         return "none (one device)"
     every = "" if r["accumulate"] == 1 else f" once every {r['accumulate']} micro-steps"
     if r["overlap_allreduce"]:
-        how = (f"{r['allreduce_buckets']} buckets of {r['bucket_bytes'] / 2**20:g} MiB overlapped "
+        how = (f"{r['allreduce_buckets']} buckets of {fmt_si(r['bucket_bytes'])}B overlapped "
                f"with backward, which runs {r['comm_contention_share']:.0%} slower meanwhile")
     else:
         how = "one message after backward"

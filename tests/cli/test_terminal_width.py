@@ -137,3 +137,11 @@ def test_energy_power_and_performance_per_watt_read_in_their_magnitudes_unit():
     assert per_energy_text(0.55) == "0.55 samples/J"
     assert per_energy_text(0.00122) == "1.22 samples/kJ"  # 0.00122 x 1000
     assert per_energy_text(7.72e-05) == "77.2 samples/MJ"  # 7.72e-05 x 1e6
+
+
+def test_bytes_in_one_base_the_all_reduce_buckets_in_mb_as_the_gradients():
+    text = " ".join(_run(COMMANDS["train"]).split())
+    rec = json.loads(_run(COMMANDS["train"] + ["--json"]))
+    assert "MiB" not in text
+    found = re.search(r"buckets of ([\d.]+)MB", text)
+    assert found and float(found.group(1)) == pytest.approx(rec["bucket_bytes"] / 1e6, abs=0.01)
