@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.results.headline import Headline
-from accelsim.results.render import duration_text, fmt_si
+from accelsim.results.render import au_verdict, duration_text, fmt_si
 from accelsim.results.serving_text import has_slo, overload_text, slo_text
 
 _PER = {"infer": "per batch", "train": "per step", "serve": "mean per request"}
@@ -52,9 +52,8 @@ def answer_cards(rec: dict[str, Any]) -> list[Card]:
     fig, mode = head.figures, rec["workload"]["mode"]
     out = []
     if mode == "train" and head.training is not None:
-        met = "meets" if rec["meets_au_target"] else "misses"
         out.append(Card("accelerator utilisation", _pct(rec["accelerator_utilization"]),
-                        f"MLPerf Storage AU; {met} the {rec['au_target']:.0%} target"))
+                        f"MLPerf Storage AU; {au_verdict(rec)}"))
     if mode == "serve" and head.serving is not None:
         sv = head.serving
         out.append(Card("p99 latency", _ms(sv.latency_p99_s),

@@ -44,7 +44,7 @@ from accelsim.report.relief import (
     format_metric,
     run_context,
 )
-from accelsim.results.render import allreduce_text, fmt_si
+from accelsim.results.render import allreduce_text, au_verdict, fmt_si
 from accelsim.workload.scenario import Scenario
 
 TOP_LAYERS = 15
@@ -221,9 +221,7 @@ def _time_and_energy(rec: dict[str, Any], events: pd.DataFrame, layers: pd.DataF
         out.append(section(
             "Stalls",
             para(f"Accelerator utilisation (MLPerf Storage AU, steps after the first): "
-                 f"{rec['accelerator_utilization']:.1%}, "
-                 f"{'meets' if rec['meets_au_target'] else 'misses'} the "
-                 f"{rec['au_target']:.0%} target."),
+                 f"{rec['accelerator_utilization']:.1%}, {au_verdict(rec)}."),
             embed_figure(fig, "accelerator time by cause",
                          "Each accelerator's run split into computing and stalls by cause; "
                          "'other' is idle time with no recorded cause (waiting for the "

@@ -193,13 +193,30 @@ def _train_lines(r: dict[str, Any]) -> list[str]:
         f"{r['steps']} steps, {r['samples']:,} samples of {r['dataset']} from "
         f"{r['storage']}, {r['run_time_s']:.2f} s simulated",
         f"  AU           {r['accelerator_utilization']:.1%} (MLPerf Storage: compute share of "
-        f"the steps after the first; {'meets' if r['meets_au_target'] else 'misses'} the "
-        f"{r['au_target']:.0%} target); stalls: {stalls}",
+        f"the steps after the first; {au_verdict(r)}); stalls: {stalls}",
         f"  utilization  busy share of the whole run: {util}",
         _allreduce_line(r),
         "  energy parts " + ", ".join(f"{k} {_joules(v)}"
                                       for k, v in r["energy_breakdown_j"].items()),
     ] + _jobs_lines(r)
+
+
+INPUT_STALLS = ("fetch", "prep", "transfer")
+
+
+def au_verdict(r: dict[str, Any]) -> str:
+    """"meets the 90% target", or "misses the 90% target", said to be not the input
+    pipeline's doing where the stalls are mostly not input stalls (a run bound by its
+    all-reduce or its slowest device: MLPerf Storage's target judges the storage)."""
+    if r["meets_au_target"]:
+        return f"meets the {r['au_target']:.0%} target"
+    stalls = {k: v["fraction"] for k, v in r["stalls"].items()}
+    fed = sum(stalls.get(k, 0.0) for k in INPUT_STALLS)
+    rest = sum(stalls.values()) - fed
+    if rest > fed:
+        return (f"misses the {r['au_target']:.0%} target, not for its input: input stalls "
+                f"{fed:.1%}, communication and slowest device {rest:.1%}")
+    return f"misses the {r['au_target']:.0%} target"
 
 
 def _jobs_lines(r: dict[str, Any]) -> list[str]:

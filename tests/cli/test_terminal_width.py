@@ -145,3 +145,16 @@ def test_bytes_in_one_base_the_all_reduce_buckets_in_mb_as_the_gradients():
     assert "MiB" not in text
     found = re.search(r"buckets of ([\d.]+)MB", text)
     assert found and float(found.group(1)) == pytest.approx(rec["bucket_bytes"] / 1e6, abs=0.01)
+
+
+def test_au_short_of_target_says_when_the_input_is_not_why():
+    text = " ".join(_run(COMMANDS["bert-multinode"]).split())
+    rec = json.loads(_run(COMMANDS["bert-multinode"] + ["--json"]))
+    fed = sum(rec["stalls"][k]["fraction"] for k in ("fetch", "prep", "transfer"))
+    rest = rec["stalls"]["communication"]["fraction"] + rec["stalls"]["slowest_device"]["fraction"]
+    assert not rec["meets_au_target"] and rest > fed
+    assert (f"misses the 90% target, not for its input: input stalls {fed:.1%}, communication "
+            f"and slowest device {rest:.1%}") in text
+    starved = " ".join(_run(["simulate", "resnet50-train", "--hw", "dgx-a100", "--steps", "8",
+                             "--prep-workers", "2"]).split())
+    assert "misses the 90% target)" in starved and "not for its input" not in starved
