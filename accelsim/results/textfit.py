@@ -22,15 +22,19 @@ from typing import Any
 WIDTH = 100
 GAP = "  "
 _LABEL = re.compile(r"^( *\S+(?: \S+)* {2,})\S")  # "  all-reduce   " before the value
+_NUMBER = re.compile(r"^-?[\d.,]+(e[+-]?\d+)?[kMGTP]?%?$")
 _COLUMN = 15  # a summary line's value starts here: "  energy parts " (label, 12, space)
 
 
 def wrap_line(line: str, width: int = WIDTH) -> list[str]:
     """`line` cut at spaces into lines of at most `width` columns (a word longer than the line
     stays whole), the continuations indented under the value of a "label   value" line, else
-    four columns deeper than the line's own indent."""
+    four columns deeper than the line's own indent ("#   " under a "# " comment)."""
     if len(line) <= width:
         return [line]
+    if line.startswith("# "):  # a comment header (nccl-tests'): its continuations stay comments
+        return textwrap.wrap(line, width, subsequent_indent="#   ", break_long_words=False,
+                             break_on_hyphens=False) or [line]
     label = _LABEL.match(line)
     own = len(line) - len(line.lstrip(" "))
     if label and len(label.group(1)) <= width // 3:
@@ -134,7 +138,9 @@ def frame_table(frame: Any, width: int = WIDTH) -> list[str]:
         if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
             right.add(i)
         text = series.to_string(index=False).split("\n") if len(series) else []
-        cols.append(["" if not ok else t.strip()
-                     for t, ok in zip(text, series.notna(), strict=True)])
+        cells = ["" if not ok else t.strip() for t, ok in zip(text, series.notna(), strict=True)]
+        if any(cells) and all(_NUMBER.match(c) for c in cells if c):  # "1.23G", "786.94k"
+            right.add(i)
+        cols.append(cells)
     rows = [list(r) for r in zip(*cols, strict=True)] if cols else []
     return text_table(headers, rows, right, width)

@@ -25,6 +25,8 @@ COMMANDS = {
     "llm-train": ["simulate", "llama2_7b", "--hw", "dgx-a100", "--mode", "train", "--seq-len",
                   "1024", "--batch", "1", "--precision", "bf16", "--tp", "2", "--zero", "1"],
     "batch-1": ["simulate", "resnet50", "--hw", "a100", "--batch", "1"],
+    "describe": ["describe", "bert_base"],
+    "collective": ["collective", "--hw", "dgx-a100", "--nodes", "4", "--sizes", "8B:8GB"],
 }
 
 
