@@ -371,7 +371,7 @@ def request_times(events: pd.DataFrame) -> pd.DataFrame:
                         "first_s": parsed[0].astype(float).to_numpy(),
                         "last_s": parsed[1].astype(float).to_numpy(),
                         "done_s": reqs["end_s"].to_numpy(float),
-                        "output_tokens": parsed[2].astype(int).to_numpy()})
+                        "output_tokens": parsed[2].astype(float).to_numpy()})
     later = out["output_tokens"] - 1
     out["ttft_s"] = out["first_s"] - out["arrival_s"]
     out["tpot_s"] = ((out["last_s"] - out["first_s"]) / later.clip(lower=1)).where(later > 0)

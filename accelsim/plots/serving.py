@@ -56,6 +56,7 @@ def distribution_figure(times: pd.DataFrame, slo_ttft_s: float | None = None,
 def occupancy(times: pd.DataFrame) -> pd.DataFrame:
     """At each arrival, first token and return: how many requests wait for their first token
     (queued or in prefill) and how many decode, from then to the next change."""
+    times = times.dropna(subset=["arrival_s", "first_s", "done_s"])  # (a request unserved)
     moves = pd.concat([
         pd.DataFrame({"t_s": times["arrival_s"], "waiting": 1, "decoding": 0}),
         pd.DataFrame({"t_s": times["first_s"], "waiting": -1, "decoding": 1}),
