@@ -155,9 +155,26 @@ class Result:
         s = self.summary
         tput = s["throughput_samples_per_s"]
         what = ("does not fit" if not s["fits"]
-                else f"{tput:,.1f} samples/s, bottleneck {s['bottleneck']}")
+                else f"{_tokens_text(self.headline)}{tput:,.1f} samples/s, "
+                     f"bottleneck {s['bottleneck']}")
         return (f"<Result {s['workload']} {s['mode']} batch {s['batch_size']} {s['precision']} "
                 f"on {s['device']}: {what}>")
+
+
+def _tokens_text(head: Headline) -> str:
+    """A decoder's token figures first ("TTFT 35.4 ms, TPOT 23.90 ms, 106 tokens/s; "), as its
+    users read them; "" for other runs."""
+    from accelsim.results.render import duration_text
+
+    t = head.tokens
+    if t is None or t.tokens_per_s is None:
+        return ""
+    ttft = t.ttft_s if t.ttft_s is not None else t.ttft_p50_s
+    tpot = t.tpot_s if t.tpot_s is not None else t.tpot_p50_s
+    p50 = " p50" if t.ttft_s is None and t.ttft_p50_s is not None else ""
+    parts = ([f"TTFT{p50} {duration_text(ttft, 1)}"] if ttft is not None else []) + (
+        [f"TPOT{p50} {duration_text(tpot, 2)}"] if tpot is not None else [])
+    return ", ".join(parts + [f"{t.tokens_per_s:,.0f} tokens/s"]) + "; "
 
 
 def simulate(workload: str | Path | Scenario, hw: str | Path, execute: bool = False,

@@ -63,7 +63,9 @@ def render_collective(r: dict[str, Any]) -> str:
         lines.append(f"  {row['size_bytes']:>14} {row['time_s'] * 1e6:>12.2f} "
                      f"{row['algorithm_bandwidth_gb_s']:>13.2f} "
                      f"{row['bus_bandwidth_gb_s']:>13.2f}  {row['algorithm']}")
-    return "\n".join(lines)
+    from accelsim.results.textfit import wrap_lines
+
+    return "\n".join(wrap_lines(lines))
 
 
 def _nccl_size(flag: str, text: str | None, default: int) -> int:

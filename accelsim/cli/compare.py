@@ -89,14 +89,10 @@ def table_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]], set[int
 
 def render_table(frame: pd.DataFrame) -> str:
     """The terminal table, then one line per note and per device left out."""
+    from accelsim.results.textfit import text_table, wrap_lines
+
     headers, cells, right = table_rows(frame)
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
-
-    def line(values: list[str]) -> str:
-        return "  ".join(v.rjust(w) if i in right else v.ljust(w)
-                         for i, (v, w) in enumerate(zip(values, widths, strict=True))).rstrip()
-
-    out = [line(headers), line(["-" * w for w in widths]), *(line(c) for c in cells)]
+    out = text_table(headers, cells, right)
     notes = []
     for r in frame.to_dict(orient="records"):
         if not _missing(r["error"]):
@@ -105,7 +101,7 @@ def render_table(frame: pd.DataFrame) -> str:
                   ("" if _missing(r["notes"]) else r["notes"]).split("; ") if n]
     if notes:
         out += ["", "Notes:", *notes]
-    return "\n".join(out)
+    return "\n".join(wrap_lines(out))
 
 
 def json_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -79,10 +79,13 @@ def describe(workload: str, batch: int | None, precision: str | None, seq_len: i
         return
     shown = layers.assign(output_shape=layers["output_shape"].map(str),
                           flops=layers["flops"].map(fmt_si), bytes=layers["bytes"].map(fmt_si))
-    click.echo(shown.to_string(index=False))
-    click.echo(f"\n{graph.name}: {len(graph.ops)} ops, {fmt_si(tot['params'])} params, "
-               f"{fmt_si(tot['flops_per_sample'])}FLOP/sample forward, batch {sc.batch_size} "
-               f"{sc.precision}: {fmt_si(out['flops'])}FLOP, {fmt_si(out['bytes'])}B moved")
+    from accelsim.results.textfit import frame_table, wrap_lines
+
+    click.echo("\n".join(frame_table(shown)))
+    click.echo("\n" + "\n".join(wrap_lines([
+        f"{graph.name}: {len(graph.ops)} ops, {fmt_si(tot['params'])} params, "
+        f"{fmt_si(tot['flops_per_sample'])}FLOP/sample forward, batch {sc.batch_size} "
+        f"{sc.precision}: {fmt_si(out['flops'])}FLOP, {fmt_si(out['bytes'])}B moved"])))
     if execute:
         click.echo(f"output relative error vs fp32: {out['numerics']['output_relative_error']:.3e}")
     if timed:

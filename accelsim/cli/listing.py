@@ -81,18 +81,17 @@ def list_cmd(as_json: bool) -> None:
         return
     import pandas as pd  # the tables: only for the text output
 
+    from accelsim.results.textfit import frame_table, wrap_lines
+
     def blanks(rows: list[dict[str, Any]]) -> str:
-        """The table with missing figures blank (only columns that miss one change type)."""
-        frame = pd.DataFrame(rows)
-        for col in frame.columns[frame.isna().any()]:
-            frame[col] = frame[col].astype(object).where(frame[col].notna(), "")
-        return frame.to_string(index=False)
+        """The table within the terminal's 100 columns, missing figures blank."""
+        return "\n".join(frame_table(pd.DataFrame(rows)))
 
     click.echo(blanks(profiles))
     click.echo("\n" + blanks(systems))
-    click.echo("\n" + pd.DataFrame(stacks).drop(columns="description").to_string(index=False))
-    click.echo("\n" + pd.DataFrame(storage).to_string(index=False))
-    click.echo(f"\nscenarios: {', '.join(scenario_names())}")
-    click.echo(f"models: {', '.join(model_names())}")
-    click.echo(f"decoders (workloads/llm/*.json, token-level; or any config.json path): "
-               f"{', '.join(decoders)}")
+    click.echo("\n" + "\n".join(frame_table(pd.DataFrame(stacks).drop(columns="description"))))
+    click.echo("\n" + blanks(storage))
+    click.echo("\n" + "\n".join(wrap_lines([
+        f"scenarios: {', '.join(scenario_names())}", f"models: {', '.join(model_names())}",
+        "decoders (workloads/llm/*.json, token-level; or any config.json path): "
+        + ", ".join(decoders)])))

@@ -70,7 +70,11 @@ def _formats(precision: str, weights: str | None, profile: Any, notes: list[str]
                      "(forward, data and weight gradients; Transformer Engine's delayed "
                      "scaling), 16-bit weights, fp32 master weights and Adam state")
         return "bf16", "bf16", "fp8"
-    if precision == "fp32":
+    if precision == "fp32" and mode == "train":
+        notes.append("fp32 (a bare model's default) trains in fp16 mixed precision here, as "
+                     "LLM training runs in 16 bits (--precision bf16 chooses bf16)")
+        precision = "fp16"
+    elif precision == "fp32":
         notes.append("fp32 (a bare model's default) runs as fp16 here, as LLM inference "
                      "stacks serve 16-bit weights (--precision bf16 or --weight-precision "
                      "choose others)")

@@ -24,6 +24,7 @@ data-parallel replicas.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -347,9 +348,32 @@ def _bottleneck(req: Requests, out: Outcome) -> str:
 
 
 def _events(req: Requests, out: Outcome) -> pd.DataFrame:
-    """One record per request (arrival to return), with its first token in `detail`."""
+    """One record per request (arrival to return); its first and last token times and its
+    output tokens in `detail` (`request_times` reads them back)."""
     rec = Recorder()
     for i in range(len(req.arrival_s)):
         rec.add("server", "request", float(req.arrival_s[i]), float(out.done_s[i]), step=i,
-                samples=1, detail=f"first token at {out.first_s[i]:.6f} s")
+                samples=1, detail=f"first token at {out.first_s[i]:.6f} s, last at "
+                                  f"{out.last_s[i]:.6f} s, {int(req.output[i])} output tokens")
     return rec.frame()
+
+
+_DETAIL = re.compile(r"first token at ([\d.e+-]+) s, last at ([\d.e+-]+) s, (\d+) output tokens")
+
+
+def request_times(events: pd.DataFrame) -> pd.DataFrame:
+    """Per served request (the `request` records of a decoder server): arrival, first token,
+    last token and return times (s), output tokens, and its TTFT, TPOT (NaN for a one-token
+    request) and latency (s), as `serving_figures` defines them."""
+    reqs = events[events["kind"] == "request"]
+    parsed = reqs["detail"].astype(str).str.extract(_DETAIL)
+    out = pd.DataFrame({"arrival_s": reqs["start_s"].to_numpy(float),
+                        "first_s": parsed[0].astype(float).to_numpy(),
+                        "last_s": parsed[1].astype(float).to_numpy(),
+                        "done_s": reqs["end_s"].to_numpy(float),
+                        "output_tokens": parsed[2].astype(float).to_numpy()})
+    later = out["output_tokens"] - 1
+    out["ttft_s"] = out["first_s"] - out["arrival_s"]
+    out["tpot_s"] = ((out["last_s"] - out["first_s"]) / later.clip(lower=1)).where(later > 0)
+    out["latency_s"] = out["done_s"] - out["arrival_s"]
+    return out

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.patches import Patch
 
-from accelsim.plots.style import label, new_figure, scale
+from accelsim.plots.style import label, legend_below, new_figure, scale
 from accelsim.plots.timeline import COLORS, OTHER_COLOR
 from accelsim.results.metrics import STALL_NAMES, compute_s_per_device, run_time_s
 from accelsim.results.records import STALL_KINDS
@@ -55,14 +55,14 @@ def accelerator_time_figure(table: pd.DataFrame, title: str = "") -> Any:
         if not (shares[col] > 0).any():
             continue
         ax.barh(y, shares[col], left=left, color=colors.get(col, OTHER_COLOR),
-                label=col if col in ("compute", "other") else f"{col} stall")
+                label=col if col in ("compute", "other") else f"{col.replace('_', ' ')} stall")
         left += shares[col]
     ax.set_yticks(y, shares.index)
     ax.set_ylim(len(shares) - 0.5, -0.5)
     ax.set_xlim(0, 100)
     ax.set_xlabel("Share of the simulated run (%)")
     ax.set_title(title)
-    fig.legend(loc="outside lower center", ncol=6, frameon=False)
+    legend_below(fig, max_ncol=6)
     return fig
 
 
@@ -128,5 +128,5 @@ def memory_figure(parts_bytes: pd.Series, capacity_bytes: float | None, title: s
     ax.set_xlim(0, max(left, (capacity_bytes or 0) / 1e9) * 1.05 or 1.0)
     ax.set_xlabel(label("required_bytes"))
     ax.set_title(title)
-    fig.legend(loc="outside lower center", ncol=5, frameon=False)
+    legend_below(fig, max_ncol=5)
     return fig

@@ -4,6 +4,7 @@ metric column, and saving by extension (PNG, SVG or PDF) without half-written fi
     fig, ax = new_figure()
     ax.set_ylabel(label("throughput_samples_per_s"))    # "Throughput (samples/s)"
     save_figure(fig, "reports/compare.png")
+    legend_below(fig, handles, max_ncol=6)   # as many columns as fit inside the figure
 """
 
 from __future__ import annotations
@@ -71,3 +72,32 @@ def save_figure(fig: Any, path: str | Path) -> Path:
     finally:
         plt.close(fig)
     return path
+
+
+def legend_below(fig: Any, handles: list[Any] | None = None, labels: list[str] | None = None,
+                 max_ncol: int = 6, **kw: Any) -> Any:
+    """A figure legend below the panels ("outside lower center") in the most columns, up to
+    `max_ncol`, whose width lies inside the figure: a legend wider than its figure loses the
+    ends of its first and last labels. Returns the legend."""
+    if handles is None:
+        handles, labels = _figure_handles(fig)
+    elif labels is None:
+        labels = [h.get_label() for h in handles]
+    renderer = fig.canvas.get_renderer()
+    kw = {"loc": "outside lower center", "frameon": False, **kw}
+    ncol = max(1, min(max_ncol, len(handles)))
+    while True:
+        legend = fig.legend(handles, labels, ncol=ncol, **kw)
+        if ncol == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width:
+            return legend
+        legend.remove()
+        ncol -= 1
+
+
+def _figure_handles(fig: Any) -> tuple[list[Any], list[str]]:
+    """The labelled artists of every panel of `fig`, first label wins (as `fig.legend()`)."""
+    seen: dict[str, Any] = {}
+    for ax in fig.axes:
+        for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(text, handle)
+    return list(seen.values()), list(seen)

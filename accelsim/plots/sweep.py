@@ -28,7 +28,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from accelsim.errors import AccelsimError
-from accelsim.plots.style import LABELS, label, new_figure, save_figure, scale
+from accelsim.plots.style import LABELS, label, legend_below, new_figure, save_figure, scale
 from accelsim.results.summary import ROW_COLUMNS
 from accelsim.sim.knobs import KNOBS
 
@@ -95,8 +95,7 @@ def plot_sweep(df: pd.DataFrame, path: str | Path, swept: list[str] | None = Non
         if len(flat) > len(panels):  # an empty panel holds the legend
             flat[-1].legend(handles, names, loc="center", frameon=False)
         else:
-            fig.legend(handles, names, loc="outside lower center", ncol=min(len(names), 4),
-                       frameon=False)
+            legend_below(fig, handles, names, max_ncol=4)
     fig.suptitle(_title(df, swept))
     return save_figure(fig, path)
 

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.patches import Patch
 
-from accelsim.plots.style import new_figure
+from accelsim.plots.style import legend_below, new_figure
 from accelsim.results.records import RESIDENCE_KINDS
 
 PHASES = ("forward", "backward", "optimizer")
@@ -31,6 +31,9 @@ COLORS: dict[str, str] = {
     "compute backward": "#238b45",
     "compute optimizer": "#00441b",
     "allreduce": "#8c564b",
+    "reducescatter": "#bf812d",
+    "allgather": "#35978f",
+    "alltoall": "#762a83",
     "batch": "#2ca02c",
     "full batch": "#238b45",
     "partial batch": "#a1d99b",
@@ -46,6 +49,8 @@ COLORS: dict[str, str] = {
     "power": "#d62728",
 }
 OTHER_COLOR = "#bcbd22"
+# Activities `COLORS` does not name, in legend order: one colour each, not one for all.
+UNNAMED_COLORS = (OTHER_COLOR, "#9edae5", "#e377c2", "#aec7e8", "#ffbb78", "#c5b0d5")
 SEPARATED = ("batch", "full batch", "partial batch")  # back-to-back records: white edges
 _LANE_ORDER = ("storage", "network", "host_cpu", "pcie", "accel")
 
@@ -106,9 +111,10 @@ def gantt(events: pd.DataFrame, start_s: float | None = None, end_s: float | Non
     lane_y = {lane: i for i, lane in enumerate(lanes)}
     order = sorted(labels.unique(), key=_legend_key)
     handles = []
+    unnamed = [w for w in order if w not in COLORS]
     for what in order:
         part = rows[labels == what]
-        color = COLORS.get(what, OTHER_COLOR)
+        color = COLORS.get(what) or UNNAMED_COLORS[unnamed.index(what) % len(UNNAMED_COLORS)]
         for lane, grp in part.groupby(part["resource"].astype(str)):
             start = grp["start_s"].clip(lower=lo) * per_s
             width = grp["end_s"].clip(upper=hi) * per_s - start
@@ -126,8 +132,7 @@ def gantt(events: pd.DataFrame, start_s: float | None = None, end_s: float | Non
     if title:
         ax.set_title(title)
     if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6),
-                   frameon=False)
+        legend_below(fig, handles, max_ncol=6)
     return fig
 
 

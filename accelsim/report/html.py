@@ -1,14 +1,16 @@
 """HTML building blocks of a self-contained report: escaped text, tables, figures embedded as
 PNG data URIs, and the page shell (inline style and script, no network).
 
-    body = section("Summary", pre("\\n".join(lines))) + section("Timeline", embed_figure(fig))
+    body = section("Summary", cards(answer)) + section("Timeline", embed_figure(fig))
     text = page("resnet50 on dgx-a100", body)
 
 Every piece of text goes through `html.escape`. The page's Content-Security-Policy allows only
 its own inline style and script (by hash) and `data:` images, so a browser fetches nothing.
 On load, the script counts the figures that decoded (`img.complete && img.naturalWidth > 0`)
 and writes the count to `<body data-figures-loaded="N">`, beside `data-figures` (how many the
-page holds), for a headless browser to check.
+page holds), and counts the figures drawn outside their `<figure>` or the page's width
+(`data-figures-outside`) and the summary cards that overflow (`data-cards-outside`), for a
+headless browser to check. (The text inside each figure lies inside it: see the figure tests.)
 """
 
 from __future__ import annotations
@@ -38,6 +40,16 @@ h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ccc; paddin
   font-weight: 600; }
 .relief { background: #e8f5e9; border-left: 6px solid #2e7d32; padding: 0.7em 1em;
   font-weight: 600; }
+.cards { display: flex; flex-wrap: wrap; gap: 0.7em; margin: 0.8em 0; }
+.card { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.55em 0.9em; min-width: 10em;
+  max-width: 100%; background: #f6f8fa; box-sizing: border-box; overflow-wrap: anywhere; }
+.card .label { color: #555; font-size: 0.85em; }
+.card .value { font-size: 1.45em; font-weight: 600; font-variant-numeric: tabular-nums; }
+.card .detail { color: #555; font-size: 0.82em; }
+.card.relief { background: #e8f5e9; border-color: #2e7d32; flex-basis: 100%; }
+.card.relief .value, .card.bottleneck .value, .card.alert .value { font-size: 1.15em; }
+.card.bottleneck { flex-basis: 100%; }
+.card.alert { background: #fde0dc; border-color: #c62828; flex-basis: 100%; }
 pre { background: #f6f8fa; padding: 0.8em 1em; white-space: pre-wrap; font-size: 0.85em; }
 table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
@@ -53,11 +65,27 @@ footer { margin-top: 3em; color: #777; font-size: 0.85em; }
 
 SCRIPT = """
 window.addEventListener("load", function () {
-  var loaded = 0;
+  var loaded = 0, outside = 0, cards = 0;
+  var page = document.documentElement.clientWidth;
+  function inside(r, box) {
+    return r.left >= box.left - 1 && r.right <= box.right + 1 && r.top >= box.top - 1 &&
+      r.bottom <= box.bottom + 1;
+  }
+  var view = {left: 0, right: page, top: -1e9, bottom: 1e9};
   document.querySelectorAll("img.figure").forEach(function (img) {
     if (img.complete && img.naturalWidth > 0) { loaded += 1; }
+    var r = img.getBoundingClientRect();
+    if (!inside(r, img.parentElement.getBoundingClientRect()) || !inside(r, view) ||
+        r.width < 1) { outside += 1; }
+  });
+  document.querySelectorAll(".card").forEach(function (card) {
+    if (!inside(card.getBoundingClientRect(), view) || card.scrollWidth > card.clientWidth + 1) {
+      cards += 1;
+    }
   });
   document.body.setAttribute("data-figures-loaded", String(loaded));
+  document.body.setAttribute("data-figures-outside", String(outside));
+  document.body.setAttribute("data-cards-outside", String(cards));
 });
 """
 
@@ -121,6 +149,16 @@ def pre(text: str) -> str:
     return f"<pre>{esc(text)}</pre>\n"
 
 
+def cards(items: Iterable[Any]) -> str:
+    """A row of summary cards (`accelsim.report.cards.Card`: label, value, detail, kind)."""
+    body = "".join(
+        f'<div class="card {esc(c.kind)}"><div class="label">{esc(c.label)}</div>'
+        f'<div class="value">{esc(c.value)}</div>'
+        + (f'<div class="detail">{esc(c.detail)}</div>' if c.detail else "") + "</div>"
+        for c in items)
+    return f'<div class="cards">{body}</div>\n' if body else ""
+
+
 def bullets(items: Iterable[str], cls: str = "notes") -> str:
     items = list(items)
     if not items:
@@ -142,12 +180,12 @@ def bottleneck_para(rec: dict[str, Any]) -> str:
 
 def opening(rec: dict[str, Any], summary: str, setup: str) -> list[str]:
     """A report's first parts: the alert of a run that does not fit (its first note), then the
-    summary (`summary`: preformatted text) and the system-and-workload section (`setup`)."""
+    summary (`summary`: HTML, its cards) and the system-and-workload section (`setup`)."""
     parts = []
     if not Headline.of(rec).memory.fits:
         parts.append(para(f"Does not fit: {rec['notes'][0].removeprefix('does not fit: ')}",
                           "alert"))
-    return parts + [section("Summary", pre(summary), section_id="summary"),
+    return parts + [section("Summary", summary, section_id="summary"),
                     section("System and workload", setup, section_id="setup")]
 
 
@@ -164,6 +202,7 @@ def page(title: str, body: str, subtitle: str = "", footer: str = "") -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n"
-        f'<body data-figures="{figures}" data-figures-loaded="0">\n'
+        f'<body data-figures="{figures}" data-figures-loaded="0" data-figures-outside="-1" '
+        'data-cards-outside="-1">\n'
         f"<h1>{esc(title)}</h1>\n{sub}{body}{foot}"
         f"<script>{SCRIPT}</script>\n</body>\n</html>\n")

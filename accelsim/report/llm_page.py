@@ -17,9 +17,12 @@ from typing import Any
 
 import pandas as pd
 
+from accelsim.llm.serve import request_times
 from accelsim.llm.train_record import step_parts as train_step_parts
 from accelsim.plots.breakdown import memory_figure, share_figure
+from accelsim.plots.serving import distribution_figure, occupancy_figure
 from accelsim.plots.timeline import gantt
+from accelsim.report.cards import bottleneck_card, has_slo, slo_text, summary_html
 from accelsim.report.html import (
     bottleneck_para,
     bullets,
@@ -31,7 +34,7 @@ from accelsim.report.html import (
     section,
     table,
 )
-from accelsim.results.render import fmt_si, summary_lines
+from accelsim.results.render import fmt_si
 from accelsim.workload.scenario import Scenario
 
 # memory entries that are not a part of what the GPU holds
@@ -95,9 +98,11 @@ def _tokens(rec: dict[str, Any]) -> str:
                 for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
                           "latency_p50_s", "latency_p99_s")]
         rows += [("tokens/s", f"{rec['tokens_per_s']:,.0f}"),
-                 ("requests/s (goodput)", f"{rec['requests_per_s']:.3g} "
-                                          f"({rec['goodput_requests_per_s']:.3g})"),
-                 ("batching", f"{rec['batching']}, mean running batch "
+                 ("requests/s", f"{rec['requests_per_s']:.3g}")]
+        if has_slo(rec):  # without a target every request counts: goodput says nothing
+            rows.append((f"goodput (requests/s meeting {slo_text(rec)})",
+                         f"{rec['goodput_requests_per_s']:.3g}"))
+        rows += [("batching", f"{rec['batching']}, mean running batch "
                               f"{rec['batch_size_mean']:.1f}, {rec['preemptions']} "
                               "preemptions"),
                  ("KV cache budget", f"{fmt_si(rec['kv_cache_bytes'])}B"),
@@ -164,6 +169,24 @@ def _train_extra(rec: dict[str, Any], events: pd.DataFrame) -> list[str]:
     return out
 
 
+def _requests(rec: dict[str, Any], events: pd.DataFrame) -> list[str]:
+    """A served decoder's requests one by one (its `request` records): the distribution of
+    TTFT, TPOT and latency, and the requests waiting and decoding through the run. NB: the
+    engine's steps are not recorded one by one; the running batch is counted from each
+    request's first token to its return."""
+    times = request_times(events)
+    dist = distribution_figure(times, rec.get("slo_ttft_s"), rec.get("slo_tpot_s"))
+    occ = occupancy_figure(times, int(rec["workload"]["batch_size"]))
+    return [embed_figure(dist, "TTFT, TPOT and latency distributions",
+                         "Share of requests whose TTFT, TPOT and end-to-end latency are at or "
+                         "below each value; dashed p50, dotted p99"
+                         + (", red the SLO target." if has_slo(rec) else ".")),
+            embed_figure(occ, "requests waiting and decoding over time",
+                         "Requests decoding (the running batch: from a request's first token "
+                         "to its return) and waiting for their first token (queued or in "
+                         "prefill), through the run.")]
+
+
 def _memory(rec: dict[str, Any]) -> str:
     mem = rec["memory"]
     parts = pd.Series({k.removesuffix("_bytes"): float(v) for k, v in mem.items()
@@ -191,12 +214,16 @@ def llm_page(workload: Any, hw: str, knobs: dict[str, Any], result: Any) -> str:
     rec = result.record
     w, h = rec["workload"], rec["hardware"]
     fits = result.fits
-    parts = opening(rec, "\n".join(summary_lines(rec)), _setup(rec, knobs))
+    verdict = [bottleneck_card(rec)] if fits else []
+    parts = opening(rec, summary_html(rec, verdict, []), _setup(rec, knobs))
     if fits:
         parts += [section("Tokens", _tokens(rec), section_id="tokens"),
                   section("What limits it", *_limits(rec), section_id="bottleneck")]
         if w["mode"] == "train":
             parts += _train_extra(rec, result.events)
+        if w["mode"] == "serve" and len(result.events):
+            parts.append(section("Requests", *_requests(rec, result.events),
+                                 section_id="requests"))
     else:
         parts.append(section("What limits it", bottleneck_para(rec),
                                    section_id="bottleneck"))

@@ -10,6 +10,8 @@ from typing import Any
 import pandas as pd
 
 from accelsim.results.headline import Headline, PowerSplit
+from accelsim.results.serving_text import has_slo, overload_text, slo_text
+from accelsim.results.textfit import WIDTH, text_table, wrap_lines
 
 _UNIT = {"infer": "per batch", "train": "per step", "serve": "mean per request"}
 
@@ -47,12 +49,16 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
     prec = w["precision"]
     if hw.get("compute_precision", prec) != prec:
         prec += f" (matmuls in {hw['compute_precision']})"
-    lines.append(f"{w['name']} {w['mode']}, batch {w['batch_size']}, {prec} on {hw['name']} "
+    batch = "max batch" if w["mode"] == "serve" else "batch"  # (not the largest that fits)
+    lines.append(f"{w['name']} {w['mode']}, {batch} {w['batch_size']}, {prec} on {hw['name']} "
                  f"({hw['class']}, {_software(hw)}) in {hw['system']}")
     fits, fig = head.memory.fits, head.figures
-    if fits:
-        lines += _headline_lines(r, head)
+    over = overload_text(r) if fits else None
+    if over:
+        lines.append(f"  OVERLOADED   {over}")
+    if fits:  # a decoder's token figures first: what its users read
         lines += _llm_lines(r, head)
+        lines += _headline_lines(r, head)
     lines += [
         f"  bottleneck   {fig.bottleneck}: {fig.bottleneck_detail or ''}",
         f"  memory       {_memory_line(mem)}",
@@ -101,16 +107,36 @@ def _headline_lines(r: dict[str, Any], head: Headline) -> list[str]:
         lines.append(f"  clock        {clock['sustained_mhz']:,.0f} MHz sustained of "
                      f"{clock['rated_mhz']:,.0f} rated (power-limited "
                      f"{clock['power_limited_time_share']:.0%} of the time)")
-    e_j = fig.energy_j_per_sample
-    energy = f"{e_j * 1e3:.3f} mJ/sample" if e_j < 10 else f"{e_j:,.1f} J/sample"
+    energy = energy_text(fig.energy_j_per_sample) + "/sample"
     per_token = head.tokens.energy_j_per_token if head.tokens else None
     if per_token is not None:  # decoder training: samples are long
         energy += f" ({per_token:.3g} J/token)"
-    per_j_fmt = ".2f" if per_j is None or per_j >= 0.01 else ".3g"
     return lines + [
-        f"  energy       {energy}, {power:.0f} W average"
-        f"{_split(fig.split)}, {_num(per_j, per_j_fmt, ' samples/J')}",
+        f"  energy       {energy}, {power_text(power)} average"
+        f"{_split(fig.split)}, {'n/a' if per_j is None else per_energy_text(per_j)}",
     ]
+
+
+def energy_text(joules: float) -> str:
+    """An energy in the unit its magnitude reads best in: mJ below 1 J, then J."""
+    if joules < 1.0:
+        return f"{joules * 1e3:.3f} mJ"
+    return f"{joules:.3f} J" if joules < 10 else f"{joules:,.1f} J"
+
+
+def power_text(watts: float) -> str:
+    """"193 W", or "108.9 kW" from 10 kW up (a cluster)."""
+    return f"{watts:.0f} W" if watts < 1e4 else f"{watts / 1e3:,.1f} kW"
+
+
+def per_energy_text(samples_per_j: float) -> str:
+    """Performance per watt, samples/J; below 0.01, per kJ (from 1 up) or per MJ, 3
+    significant digits, rather than "7.72e-05 samples/J"."""
+    if samples_per_j >= 0.01:
+        return f"{samples_per_j:.2f} samples/J"
+    if samples_per_j * 1e3 >= 1.0:
+        return f"{samples_per_j * 1e3:.3g} samples/kJ"
+    return f"{samples_per_j * 1e6:.3g} samples/MJ"
 
 
 def _llm_lines(r: dict[str, Any], head: Headline) -> list[str]:
@@ -132,11 +158,12 @@ def _llm_lines(r: dict[str, Any], head: Headline) -> list[str]:
                 + f" x dp {r['dp']}, ZeRO {r['zero']}"
                 + (", recompute" if r["recompute"] else "")] + _checkpoint_lines(r)
     if t.ttft_p50_s is not None:
+        good = (f"; goodput {t.goodput_requests_per_s:.2f} req/s meeting {slo_text(r)}"
+                if has_slo(r) else "")
         return [f"  tokens       TTFT p50 {duration_text(t.ttft_p50_s, 1)}, p99 "
                 f"{duration_text(t.ttft_p99_s, 1)}; TPOT p50 {duration_text(t.tpot_p50_s, 2)}, "
-                f"p99 {duration_text(t.tpot_p99_s, 2)}; {t.tokens_per_s:,.0f} tokens/s; goodput "
-                f"{t.goodput_requests_per_s:.2f} req/s; {r['batching']} batching, "
-                f"tp {r['tp']} x pp {r['pp']}"]
+                f"p99 {duration_text(t.tpot_p99_s, 2)}; {t.tokens_per_s:,.0f} tokens/s{good}; "
+                f"{r['batching']} batching, tp {r['tp']} x pp {r['pp']}"]
     return []
 
 
@@ -166,13 +193,30 @@ def _train_lines(r: dict[str, Any]) -> list[str]:
         f"{r['steps']} steps, {r['samples']:,} samples of {r['dataset']} from "
         f"{r['storage']}, {r['run_time_s']:.2f} s simulated",
         f"  AU           {r['accelerator_utilization']:.1%} (MLPerf Storage: compute share of "
-        f"the steps after the first; {'meets' if r['meets_au_target'] else 'misses'} the "
-        f"{r['au_target']:.0%} target); stalls: {stalls}",
+        f"the steps after the first; {au_verdict(r)}); stalls: {stalls}",
         f"  utilization  busy share of the whole run: {util}",
         _allreduce_line(r),
         "  energy parts " + ", ".join(f"{k} {_joules(v)}"
                                       for k, v in r["energy_breakdown_j"].items()),
     ] + _jobs_lines(r)
+
+
+INPUT_STALLS = ("fetch", "prep", "transfer")
+
+
+def au_verdict(r: dict[str, Any]) -> str:
+    """"meets the 90% target", or "misses the 90% target", said to be not the input
+    pipeline's doing where the stalls are mostly not input stalls (a run bound by its
+    all-reduce or its slowest device: MLPerf Storage's target judges the storage)."""
+    if r["meets_au_target"]:
+        return f"meets the {r['au_target']:.0%} target"
+    stalls = {k: v["fraction"] for k, v in r["stalls"].items()}
+    fed = sum(stalls.get(k, 0.0) for k in INPUT_STALLS)
+    rest = sum(stalls.values()) - fed
+    if rest > fed:
+        return (f"misses the {r['au_target']:.0%} target, not for its input: input stalls "
+                f"{fed:.1%}, communication and slowest device {rest:.1%}")
+    return f"misses the {r['au_target']:.0%} target"
 
 
 def _jobs_lines(r: dict[str, Any]) -> list[str]:
@@ -195,19 +239,24 @@ def _joules(v: float | None) -> str:
 
 
 def _allreduce_line(r: dict[str, Any]) -> str:
-    """What the gradient all-reduce cost, or that there is none (one device)."""
+    return "  all-reduce   " + allreduce_text(r)
+
+
+def allreduce_text(r: dict[str, Any]) -> str:
+    """What a training pipeline's gradient all-reduce cost, or that there is none (one
+    device)."""
     if r["comm_link"] is None:
-        return "  all-reduce   none (one device)"
+        return "none (one device)"
     every = "" if r["accumulate"] == 1 else f" once every {r['accumulate']} micro-steps"
     if r["overlap_allreduce"]:
-        how = (f"{r['allreduce_buckets']} buckets of {r['bucket_bytes'] / 2**20:g} MiB overlapped "
+        how = (f"{r['allreduce_buckets']} buckets of {fmt_si(r['bucket_bytes'])}B overlapped "
                f"with backward, which runs {r['comm_contention_share']:.0%} slower meanwhile")
     else:
         how = "one message after backward"
     if r.get("nodes", 1) > 1:
         every += (f" across {r['nodes']} nodes ({r['comm_network']} between them, "
                   f"{r['comm_network_time_s'] * 1e3:.2f} ms of it) and")
-    return (f"  all-reduce   {fmt_si(r['memory']['gradients_bytes'])}B of gradients{every} over "
+    return (f"{fmt_si(r['memory']['gradients_bytes'])}B of gradients{every} over "
             f"{r['comm_link']} ({r['allreduce_algorithm']}, "
             f"{r['comm_achievable_bandwidth_gb_s']:.0f} GB/s achievable), "
             f"{r['allreduce_time_s'] * 1e3:.2f} ms as one message; {how}; "
@@ -215,7 +264,8 @@ def _allreduce_line(r: dict[str, Any]) -> str:
 
 
 def layer_lines(r: dict[str, Any], top: int | None) -> list[str]:
-    """The layers by time, slowest first (`top` of them, or all in graph order if None)."""
+    """The layers by time, slowest first (`top` of them, or all in graph order if None); a
+    host-bound run (`host_bound_line`) says so in one line instead of rows of equal times."""
     layers = pd.DataFrame(r["layers"])
     if layers.empty:
         return []
@@ -223,13 +273,17 @@ def layer_lines(r: dict[str, Any], top: int | None) -> list[str]:
     layers["share"] = layers["time_s"] / total_s if total_s > 0 else 0.0
     if top is not None:
         layers = layers.sort_values("time_s", ascending=False, kind="stable").head(top)
+        host = host_bound_line(r, layers)
+        if host is not None:
+            return ["", host]
         head = (f"Top {len(layers)} of {len(r['layers'])} layer rows by time "
                 "(--layers all for every row):")
     else:
         head = f"All {len(layers)} layer rows:"
     shown = layers.assign(
         flops=layers["flops"].map(fmt_si), bytes=layers["bytes"].map(fmt_si),
-        time_ms=layers["time_s"] * 1e3, energy_mj=layers["energy_j"] * 1e3,
+        time_ms=(layers["time_s"] * 1e3).map(lambda x: f"{x:.4f}"),
+        energy_mj=(layers["energy_j"] * 1e3).map(lambda x: f"{x:.4f}"),
         share=layers["share"].map(lambda s: f"{s:.1%}"))
     cols = ["name", "op", "phase", "flops", "bytes", "time_ms", "share", "energy_mj", "bound"]
     cols += [c for c in ("unit",) if c in shown]
@@ -238,8 +292,35 @@ def layer_lines(r: dict[str, Any], top: int | None) -> list[str]:
                              zeros_in=shown["input_sparsity"].map(_opt(".0%")),
                              zeros_w=shown["weight_sparsity"].map(_opt(".0%")))
         cols += ["error", "zeros_in", "zeros_w"]
-    table = shown[cols].to_string(index=False, float_format=lambda x: f"{x:.4f}")
-    return ["", head, table]
+    right = {i for i, c in enumerate(cols) if c not in ("name", "op", "phase", "bound", "unit")}
+    cells = shown[cols].astype(str).to_numpy().tolist()
+    return ["", head, *text_table(cols, cells, right, WIDTH, shrink=0)]
+
+
+# NB: rows within 5% of one another read as equal; 80% of them per-op overhead is host-bound.
+EQUAL_TIMES = 1.05
+HOST_BOUND_SHARE = 0.8
+
+
+def host_bound_line(r: dict[str, Any], top: pd.DataFrame) -> str | None:
+    """When the slowest rows take about the same time and most are bound by per-op overhead
+    (launch and dispatch on the host), one line saying so, with the host time per batch or
+    step; else None."""
+    all_rows = pd.DataFrame(r["layers"])
+    times = top["time_s"]
+    if len(top) < 2 or float(times.min()) <= 0 or times.max() > EQUAL_TIMES * times.min():
+        return None
+    if (top["bound"] == "overhead").mean() < HOST_BOUND_SHARE:
+        return None
+    over = all_rows[all_rows["bound"] == "overhead"]
+    total_s = float(all_rows["time_s"].sum())
+    per = "step" if r["workload"]["mode"] == "train" else "batch"
+    return (f"Host-bound: per-op overhead (launch and dispatch on the host) sets "
+            f"{len(over):,} of {len(all_rows):,} layer rows at about "
+            f"{duration_text(float(over['time_s'].median()), 4)} each, "
+            f"{duration_text(float(over['time_s'].sum()))} of the "
+            f"{duration_text(total_s)} per {per}; no layer stands out (--layers all lists "
+            "every row)")
 
 
 def _opt(spec: str) -> Any:
@@ -256,7 +337,7 @@ def render(r: dict[str, Any], layers: int | None = 10) -> str:
     lines = summary_lines(r)
     if layers != 0 and Headline.of(r).memory.fits:
         lines += layer_lines(r, layers)
-    return "\n".join(lines)
+    return "\n".join(wrap_lines(lines, WIDTH))
 
 
 def duration_text(seconds: float, ms_digits: int = 3) -> str:

@@ -122,8 +122,8 @@ def test_human_output_leads_with_the_answer(capsys):
     lines = out.splitlines()
     assert code == 0 and lines[0].startswith("resnet50 infer")
     assert lines[1].strip().startswith("throughput") and "bottleneck" in out[:800]
-    table = lines[lines.index(next(x for x in lines if x.startswith("Top 10"))) + 2:]
-    assert len(table) == 10
+    table = lines[lines.index(next(x for x in lines if x.startswith("Top 10"))) + 3:]
+    assert len(table) == 10  # under the header and its rule
     times = [float(row.split()[5]) for row in table]
     assert times == sorted(times, reverse=True)
     code, out, _ = run_cli(capsys, "simulate", "resnet50", "--hw", "a100", "--layers", "all")

@@ -63,13 +63,15 @@ def chromium() -> str | None:
     return found or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 
 
-def load_in_chromium(path: Path, profile_dir: Path) -> str:
-    """The DOM of `path` after headless Chromium ran its scripts; fails the test on a non-zero
-    exit, a console message (errors, CSP violations) or an uncaught exception."""
+def load_in_chromium(path: Path, profile_dir: Path, window: str = "") -> str:
+    """The DOM of `path` after headless Chromium ran its scripts (in a `window` of "W,H" pixels
+    when given); fails the test on a non-zero exit, a console message (errors, CSP violations)
+    or an uncaught exception."""
     proc = subprocess.run(
         [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
          "--disable-background-networking", "--disable-component-update", "--no-first-run",
          f"--user-data-dir={profile_dir}", "--enable-logging=stderr", "--v=0",
+         *([f"--window-size={window}"] if window else []),
          "--dump-dom", path.resolve().as_uri()],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
