@@ -50,11 +50,14 @@ from accelsim.calibrate.fit import (
     unit_work_s,
     with_group_figures,
 )
+from accelsim.calibrate.guard import check_simulates
 from accelsim.calibrate.host import HostFacts, host_facts
 from accelsim.calibrate.io_bench import measure_disk, measure_jpeg_decode
 from accelsim.calibrate.pass_bench import PASS_SIZES, measure_passes
+from accelsim.calibrate.peak import sustained_rates
 from accelsim.calibrate.probe import host_speed_probe_s
 from accelsim.calibrate.write import (
+    clamped,
     cpu_profile,
     measured_stack,
     storage_profile,
@@ -154,7 +157,7 @@ def _torch_step(out_dir: Path, profile: Any, facts: HostFacts, date: str, plan: 
                 cases: list[Any], bar: tqdm, clock: Clock
                 ) -> tuple[Path | None, dict[str, Any]]:
     """PyTorch as a second stack where it is importable (else None and why)."""
-    if importlib.util.find_spec("torch") is None:
+    if not _torch_importable():
         return None, {"skipped": "PyTorch is not importable here: no second stack"}
     from accelsim.calibrate.torch_cases import TORCH_PRECISIONS, torch_timer
 
@@ -171,9 +174,10 @@ def _torch_step(out_dir: Path, profile: Any, facts: HostFacts, date: str, plan: 
         profile.compute.single_thread_equiv_clock_hz / 1e9, facts.hostname, date, note)
     path = write_profile(out_dir / "pytorch-host.toml", data,
                          "Software stack measured by accelsim calibrate (PyTorch, CPU)")
-    load_stack(path)
+    check_simulates(out_dir / "host-cpu.toml", path, precisions)
     return path, {"version": torch.__version__, "per_kernel_s": fit.per_kernel_s,
                   "efficiency": fit.efficiency, "median_abs_fit_error": fit.median_abs_error,
+                  "clamped": clamped(with_group_figures(fit.efficiency)),
                   "cases": rows}
 
 
@@ -204,7 +208,9 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
         jpeg_s, jpeg_note = measure_jpeg_decode(plan["jpegs"])
         jpeg_text = (f"JPEG decode {jpeg_s * 1e3:.2f} ms per image on one core ({jpeg_note})."
                      if jpeg_s is not None else f"{jpeg_note}.")
-        data, peak = cpu_profile(facts, stream, date, jpeg_text)
+        bar.set_description("in-cache GEMM rate per thread count")
+        rates = sustained_rates(facts.cores, torch=torch and _torch_importable())
+        data, peak = cpu_profile(facts, stream, date, jpeg_text, rates)
         result.files["cpu"] = write_profile(out_dir / "host-cpu.toml", data,
                                             "CPU device profile measured by accelsim calibrate")
         profile = load_profile(result.files["cpu"])
@@ -232,6 +238,7 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
         stack = with_passes(stack, passes, facts.hostname, date, _clock_name(clock))
         result.files["software"] = write_profile(
             out_dir / "numpy-host.toml", stack, "Software stack measured by accelsim calibrate")
+        check_simulates(result.files["cpu"], result.files["software"], plan["precisions"])
         written = load_stack(result.files["software"])
         simulated = simulated_relative_errors(profile, written, cases, rows)
         for row, err in zip(rows, simulated, strict=True):
@@ -260,6 +267,9 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
         "clock": _clock_name(clock),
         "blas_threads_env": {k: os.environ[k] for k in BLAS_THREAD_VARS if k in os.environ},
         "fp32_vector_peak_flops_per_s": peak, "stream_bytes_per_s": stream,
+        "gemm_probe_flops_per_s": rates, "clock_mhz": data["compute"]["clock_mhz"],
+        "reported_clock_mhz": data["compute"].get("base_clock_mhz",
+                                                  data["compute"]["clock_mhz"]),
         "host_speed_probe_s": {k: min(p[k] for p in probes) for k in probes[0]},
         "host_speed_probes_s": probes,
         "allocator": None if figures is None else {
@@ -277,6 +287,7 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
         "numpy": {"per_kernel_s": fit.per_kernel_s, "efficiency": fit.efficiency,
                   "median_abs_fit_error": fit.median_abs_error,
                   "median_abs_simulated_error": float(np.median(np.abs(simulated))),
+                  "clamped": clamped(with_group_figures(fit.efficiency)),
                   "cases": rows},
         "pytorch": torch_summary,
         "files": {k: str(v) for k, v in result.files.items()},
@@ -284,6 +295,10 @@ def calibrate(out_dir: Path, budget: str = "full", progress: bool = True,
     result.files["summary"] = out_dir / "calibration.json"
     write_atomic(result.files["summary"], json_text(result.summary, indent=1) + "\n")
     return result
+
+
+def _torch_importable() -> bool:
+    return importlib.util.find_spec("torch") is not None
 
 
 def _clock_name(clock: Clock) -> str:

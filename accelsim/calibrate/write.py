@@ -16,11 +16,16 @@ from typing import Any
 
 from accelsim.calibrate.host import HostFacts, memory_technology, nearest_builtin
 from accelsim.calibrate.io_bench import DiskResult
+from accelsim.calibrate.peak import host_peak
 from accelsim.profiles.devices import load_profile
+from accelsim.profiles.software import (
+    CPU_PEAK_KERNELS,
+    MAX_CPU_EFFICIENCY,
+    MAX_PEAK_EFFICIENCY,
+)
 from accelsim.results.files import write_atomic
 
 FMA_UNITS_ASSUMED = 2  # NB: two FMA pipes per core (every x86 core since Haswell / Zen 3)
-FLOPS_PER_FMA = 2
 SIGNIFICANT = 4  # digits kept of a measured figure
 FALLBACK_CLOCK_HZ = 1e9  # stands in where the host exposes no clock (labelled assumed)
 CLOCK_FILES = "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq nor /proc/cpuinfo 'cpu MHz'"
@@ -67,23 +72,35 @@ def measured(host: str, date: str, what: str = "") -> str:
 
 
 def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
-                jpeg_note: str) -> tuple[dict[str, Any], float]:
-    """(the CPU profile of this host as TOML data, its fp32 vector peak in FLOP/s)."""
+                jpeg_note: str, rates: dict[str, float] | None = None
+                ) -> tuple[dict[str, Any], float]:
+    """(the CPU profile of this host as TOML data, its fp32 vector peak in FLOP/s). `rates`:
+    the in-cache GEMM probes (`peak.sustained_rates`, FLOP/s by name; None: none): the peak is
+    at least the best of them per core (`peak.host_peak`), at the clock that implies where it
+    is above the reported one (which is then written as `base_clock_mhz`)."""
     src = measured(facts.hostname, date)
     clock_read_hz = facts.max_clock_hz or facts.clock_hz
     # NB: a host that exposes no clock gets a placeholder; the fitted efficiencies absorb it.
-    clock_hz = clock_read_hz or FALLBACK_CLOCK_HZ
+    read_hz = clock_read_hz or FALLBACK_CLOCK_HZ
     clock_src = (f"{src}: read from {facts.clock_source}" if clock_read_hz else
                  f"assumed: {FALLBACK_CLOCK_HZ / 1e9:g} GHz placeholder: this host exposes "
                  f"neither {CLOCK_FILES}; the peaks derived from it are not this CPU's, but the "
                  "stack's efficiencies fitted against them keep this host's predictions "
                  "calibrated")
     fma = FMA_UNITS_ASSUMED if facts.has_fma else 1
-    peak = facts.cores * facts.simd_width_bits / 32 * fma * FLOPS_PER_FMA * clock_hz
+    lanes = facts.simd_width_bits // 32
+    host = host_peak(read_hz, facts.cores, lanes, fma, rates or {})
+    clock_hz, peak = host.clock_hz, host.peak_flops_per_s
+    if host.boosted:
+        clock_src = (f"derived: the clock the best in-cache fp32 GEMM per core implies "
+                     f"({host.best_probe}, {host.best_per_core_flops_per_s / 1e9:.1f} GFLOP/s "
+                     f"over {lanes} lanes x {fma} FMA x 2 per cycle; {src}), above the "
+                     f"reported one (compute.base_clock_mhz): the cores boost")
     ref = load_profile(nearest_builtin(facts))
     tdp_w = ref.power.tdp_w * facts.cores / float(ref.compute.cores)
     compute: dict[str, Any] = {
         "clock_mhz": round(clock_hz / 1e6, 1),
+        **({"base_clock_mhz": round(read_hz / 1e6, 1)} if host.boosted else {}),
         "single_thread_equiv_clock_ghz": round(clock_hz / 1e9, 3),
         "cores": facts.cores, "threads": facts.cores, "sockets": 1,
         "simd_width_bits": facts.simd_width_bits, "fma_units_per_core": fma,
@@ -102,8 +119,7 @@ def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
         "compute.simd_width_bits": f"{src}: /proc/cpuinfo flags",
         "compute.fma_units_per_core": f"assumed: {fma} FMA pipe(s) per core (not exposed by "
         "the OS)",
-        "compute.vector.peak_tflops_fp32": f"derived: {facts.cores} cores x "
-        f"{facts.simd_width_bits // 32} lanes x {fma} FMA x 2 x {clock_hz / 1e9:.3f} GHz",
+        "compute.vector.peak_tflops_fp32": host.source,
         "offchip_memory.technology": "assumed: guessed from the CPU family "
         "(accelsim.calibrate.host.memory_technology); not exposed in a VM",
         "offchip_memory.bandwidth_gb_s": f"{src}: np.copyto of a float32 array, bytes read "
@@ -111,6 +127,9 @@ def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
         "power.tdp_w": f"assumed: {ref.name}'s TDP per core x {facts.cores} cores (no power "
         "figure is exposed; not measured)",
     }
+    if host.boosted:
+        sources["compute.base_clock_mhz"] = (f"{src}: read from {facts.clock_source}"
+                                             if clock_read_hz else clock_src)
     if facts.memory_bytes:
         sources["offchip_memory.capacity_gb"] = f"{src}: /proc/meminfo MemTotal"
     onchip: dict[str, Any] = {}
@@ -166,10 +185,8 @@ def measured_stack(description: str, efficiency: dict[str, float], per_kernel_s:
     calibration cases (`accelsim.calibrate.fit`), as TOML data. `weight_casts`: its kernels
     cast the fp32 weights to the format in every call (the numpy kernels), not once (PyTorch
     with weights made in the format)."""
-    from accelsim.profiles.software import MAX_CPU_EFFICIENCY
-
     fit_src = f"accelsim calibrate on {host}, {date}"
-    kept = {k: min(v, MAX_CPU_EFFICIENCY) for k, v in sorted(efficiency.items())}
+    kept = {k: min(v, efficiency_cap(k)) for k, v in sorted(efficiency.items())}
     sources = {
         "host.per_step_us": "defined: the measured forward is the sum of its ops' kernel times "
         "(graph walking and parameter generation are not timed)",
@@ -189,8 +206,11 @@ def measured_stack(description: str, efficiency: dict[str, float], per_kernel_s:
         "stack's own",
     }
     for key, value in kept.items():
-        capped = f", capped at {MAX_CPU_EFFICIENCY} from {efficiency[key]:.3g}" \
-            if value < efficiency[key] else ""
+        capped = f", capped at {value:g} from {efficiency[key]:.3g}" if value < efficiency[key] \
+            else ""
+        if capped and value == MAX_PEAK_EFFICIENCY:
+            capped += (": above the peak, a term the model lacks (a wider SIMD path than the "
+                       "profile's, fusion, cache residency), not an efficiency")
         sources[f"cpu_efficiency.{key}"] = f"fitted: {fit_src}: of the CPU profile's peak " \
             f"({fit_note}{capped})"
     return {
@@ -200,6 +220,21 @@ def measured_stack(description: str, efficiency: dict[str, float], per_kernel_s:
         "graph": {"weight_casts": weight_casts, "layout_conversions_per_conv": 0.0},
         "efficiency": {"tensor_core": 1.0, "cuda_core": 1.0, "dram_bandwidth": 1.0},
         "cpu_efficiency": kept, "sources": sources}
+
+
+def efficiency_cap(key: str) -> float:
+    """The most a `[cpu_efficiency]` figure may be written as: 1 for a fraction of the FLOP
+    peak (`software.CPU_PEAK_KERNELS`: `simulate` would otherwise run FLOPs above the peak),
+    else the loader's range (`software.MAX_CPU_EFFICIENCY`: a cache-resident stream outruns the
+    DRAM figure)."""
+    kind = key.rpartition("_")[0]
+    return MAX_PEAK_EFFICIENCY if kind in CPU_PEAK_KERNELS else MAX_CPU_EFFICIENCY
+
+
+def clamped(efficiency: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """The figures of `efficiency` above their cap (`efficiency_cap`): key -> (fitted, cap)."""
+    return {k: (v, efficiency_cap(k)) for k, v in sorted(efficiency.items())
+            if v > efficiency_cap(k)}
 
 
 def with_allocator(stack: dict[str, Any], figures: Any, host: str, date: str, clock: str

@@ -37,13 +37,22 @@ def calibrate(out_dir: str, budget: str, no_torch: bool, cpu_time: bool,
     numpy_fit = s["numpy"]
     click.echo(f"calibrated {s['cpu']} ({s['cores']} CPUs) on {s['host']}, {s['date']} "
                f"({s['clock']})")
+    boosted = s["clock_mhz"] > s["reported_clock_mhz"]
+    clock = (f"at {s['clock_mhz']:,.0f} MHz, the clock the in-cache GEMM implies (reported "
+             f"{s['reported_clock_mhz']:,.0f})" if boosted else
+             f"at the reported {s['clock_mhz']:,.0f} MHz (the in-cache GEMM stays below it)")
     click.echo(f"  fp32 vector peak {s['fp32_vector_peak_flops_per_s'] / 1e9:.1f} GFLOP/s "
-               f"(derived), memory stream {s['stream_bytes_per_s'] / 1e9:.1f} GB/s (measured)")
+               f"{clock}, memory stream {s['stream_bytes_per_s'] / 1e9:.1f} GB/s (measured)")
     effs = ", ".join(f"{k} {v:.3g}" for k, v in numpy_fit["efficiency"].items()
                      if k.startswith(("gemm_", "conv_")))
     click.echo(f"  numpy: {numpy_fit['per_kernel_s'] * 1e6:.1f} us per op; of peak: {effs} "
                f"(every op kind in the stack file); median |fit error| "
                f"{numpy_fit['median_abs_fit_error']:.1%} over {len(numpy_fit['cases'])} cases")
+    for name in ("numpy", "pytorch"):
+        over = s[name].get("clamped") or {}
+        if over:
+            click.echo(f"  {name}: written at 1 (fitted above the peak: a term the model lacks): "
+                       + ", ".join(f"{k} {v[0]:.3g}" for k, v in over.items()))
     disk = s["disk"]
     click.echo(f"  disk: {disk['read_bandwidth_bytes_per_s'] / 1e6:.0f} MB/s sequential, "
                f"{disk['random_read_4k_iops']:.0f} IOPS at queue depth 1"
