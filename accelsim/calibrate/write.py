@@ -178,13 +178,44 @@ def write_profile(path: Path, data: dict[str, Any], header: str) -> Path:
     return path
 
 
+MATMUL_CASE_KERNELS = ("gemm", "conv", "attention")
+JOINT_FIGURES = ("pack", "quantize", "gemv")  # fitted jointly on a precision's matmul cases
+
+
+def key_errors(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float, float, int]]:
+    """Per fitted figure, (min, median, max) of its cases' fit errors and their count (`rows`:
+    `run._fit_cases`'s, with `key`, `kernel`, `precision` and `fit_relative_error`): a key's
+    own cases; for `pack`, `quantize` and `gemv` the precision's matmul cases (they are fitted
+    jointly); for a group figure (`vector_<p>`, `stream_<p>`) its group's cases."""
+    import numpy as np
+
+    by_key: dict[str, list[float]] = {}
+    for row in rows:
+        err = row.get("fit_relative_error")
+        if err is None:
+            continue
+        p = row["key"].rpartition("_")[2]
+        keys = [row["key"]]
+        if row["kernel"] in MATMUL_CASE_KERNELS:
+            keys += [f"{k}_{p}" for k in JOINT_FIGURES]
+        else:
+            keys.append(f"{row['kernel']}_{p}")
+        for key in keys:
+            by_key.setdefault(key, []).append(float(err))
+    return {k: (min(v), float(np.median(v)), max(v), len(v)) for k, v in by_key.items()}
+
+
 def measured_stack(description: str, efficiency: dict[str, float], per_kernel_s: float,
                    weight_casts: bool, single_thread_ghz: float, host: str,
-                   date: str, fit_note: str) -> dict[str, Any]:
+                   date: str, fit_note: str,
+                   errors: dict[str, tuple[float, float, float, int]] | None = None
+                   ) -> dict[str, Any]:
     """A software stack whose CPU efficiencies and dispatch time were fitted on this host's
     calibration cases (`accelsim.calibrate.fit`), as TOML data. `weight_casts`: its kernels
     cast the fp32 weights to the format in every call (the numpy kernels), not once (PyTorch
-    with weights made in the format)."""
+    with weights made in the format). `errors`: per figure, the (min, median, max) fit error
+    of its cases and their count (`key_errors`), written in its source."""
+    errors = errors or {}
     fit_src = f"accelsim calibrate on {host}, {date}"
     kept = {k: min(v, efficiency_cap(k)) for k, v in sorted(efficiency.items())}
     sources = {
@@ -211,8 +242,11 @@ def measured_stack(description: str, efficiency: dict[str, float], per_kernel_s:
         if capped and value == MAX_PEAK_EFFICIENCY:
             capped += (": above the peak, a term the model lacks (a wider SIMD path than the "
                        "profile's, fusion, cache residency), not an efficiency")
+        spread = errors.get(key)
+        cases = (f"; its {spread[3]} cases' fit error min {spread[0]:+.0%}, median "
+                 f"{spread[1]:+.0%}, max {spread[2]:+.0%}" if spread else "")
         sources[f"cpu_efficiency.{key}"] = f"fitted: {fit_src}: of the CPU profile's peak " \
-            f"({fit_note}{capped})"
+            f"({fit_note}{cases}{capped})"
     return {
         "description": description, "classes": ["cpu"],
         "host": {"per_step_us": 0.0, "reference_single_thread_ghz": single_thread_ghz,
