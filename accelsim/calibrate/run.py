@@ -58,6 +58,7 @@ from accelsim.calibrate.host import HostFacts, host_facts
 from accelsim.calibrate.io_bench import measure_disk, measure_jpeg_decode
 from accelsim.calibrate.pass_bench import PASS_SIZES, measure_passes
 from accelsim.calibrate.peak import blas_threads, numpy_blas_threads, sustained_rates
+from accelsim.calibrate.power import read_rapl
 from accelsim.calibrate.probe import host_speed_probe_s
 from accelsim.calibrate.write import (
     clamped,
@@ -255,7 +256,8 @@ def _calibrate(out_dir: Path, budget: str, progress: bool, torch: bool, cpu_time
         one_thread = cpu_time and threads.enter_context(numpy_blas_threads(1))
         if cpu_time and torch and _torch_importable():
             threads.enter_context(_torch_threads(1))
-        data, peak = cpu_profile(facts, stream, date, jpeg_text, rates)
+        rapl = read_rapl()
+        data, peak = cpu_profile(facts, stream, date, jpeg_text, rates, rapl)
         data["notes"] += f" Host before the cases: {before.text()}."
         result.files["cpu"] = write_profile(out_dir / "host-cpu.toml", data,
                                             "CPU device profile measured by accelsim calibrate")
@@ -270,8 +272,11 @@ def _calibrate(out_dir: Path, budget: str, progress: bool, torch: bool, cpu_time
         passes = measure_passes(plan["precisions"], PASS_SIZES[budget], PASS_REPEATS, clock,
                                 plan["passes"])
         probes = [host_speed_probe_s(clock=clock)]
+        energy_uj, start_s = (rapl.energy_uj() if rapl else ()), time.perf_counter()
         fit, rows = _fit_cases(profile, plan["precisions"], plan, cases, bar, clock,
                                weight_casts=True, allocator=allocator, passes=passes)
+        cases_w = rapl.mean_power_w(energy_uj, rapl.energy_uj(), time.perf_counter() - start_s) \
+            if rapl else None
         probes.append(host_speed_probe_s(clock=clock))
         # (the load average is judged before the cases only: during them it counts this run)
         after = assess_load(facts.cores, None, rates,
@@ -325,6 +330,10 @@ def _calibrate(out_dir: Path, budget: str, progress: bool, torch: bool, cpu_time
         "blas_threads": n_blas, "blas_one_thread_set": bool(one_thread),
         "host_load_before": before.as_dict(), "host_load": after.as_dict(),
         "load_1m_end": load_average_1m(),
+        "power": {"rapl_zones": [str(z) for z in rapl.zones] if rapl else [],
+                  "tdp_w": data["power"]["tdp_w"],
+                  "limits_clock": data["power"].get("limits_clock", True),
+                  "package_mean_w_during_cases": cases_w},
         "blas_threads_env": {k: os.environ[k] for k in BLAS_THREAD_VARS if k in os.environ},
         "fp32_vector_peak_flops_per_s": peak, "stream_bytes_per_s": stream,
         "gemm_probe_flops_per_s": rates, "clock_mhz": data["compute"]["clock_mhz"],

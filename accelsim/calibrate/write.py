@@ -17,6 +17,7 @@ from typing import Any
 from accelsim.calibrate.host import HostFacts, memory_technology, nearest_builtin
 from accelsim.calibrate.io_bench import DiskResult
 from accelsim.calibrate.peak import host_peak
+from accelsim.calibrate.power import POWERCAP, Rapl
 from accelsim.profiles.devices import load_profile
 from accelsim.profiles.software import (
     CPU_PEAK_KERNELS,
@@ -72,12 +73,14 @@ def measured(host: str, date: str, what: str = "") -> str:
 
 
 def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
-                jpeg_note: str, rates: dict[str, float] | None = None
-                ) -> tuple[dict[str, Any], float]:
+                jpeg_note: str, rates: dict[str, float] | None = None,
+                rapl: Rapl | None = None) -> tuple[dict[str, Any], float]:
     """(the CPU profile of this host as TOML data, its fp32 vector peak in FLOP/s). `rates`:
     the in-cache GEMM probes (`peak.sustained_rates`, FLOP/s by name; None: none): the peak is
     at least the best of them per core (`peak.host_peak`), at the clock that implies where it
-    is above the reported one (which is then written as `base_clock_mhz`)."""
+    is above the reported one (which is then written as `base_clock_mhz`). `rapl`: the
+    readable RAPL zones (`power.read_rapl`): their power limit is the TDP; without one the TDP
+    is assumed and marked as not limiting the clock (`power.limits_clock = false`)."""
     src = measured(facts.hostname, date)
     clock_read_hz = facts.max_clock_hz or facts.clock_hz
     # NB: a host that exposes no clock gets a placeholder; the fitted efficiencies absorb it.
@@ -97,7 +100,7 @@ def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
                      f"over {lanes} lanes x {fma} FMA x 2 per cycle; {src}), above the "
                      f"reported one (compute.base_clock_mhz): the cores boost")
     ref = load_profile(nearest_builtin(facts))
-    tdp_w = ref.power.tdp_w * facts.cores / float(ref.compute.cores)
+    power, power_sources = _power(facts, ref, src, rapl)
     compute: dict[str, Any] = {
         "clock_mhz": round(clock_hz / 1e6, 1),
         **({"base_clock_mhz": round(read_hz / 1e6, 1)} if host.boosted else {}),
@@ -124,8 +127,7 @@ def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
         "(accelsim.calibrate.host.memory_technology); not exposed in a VM",
         "offchip_memory.bandwidth_gb_s": f"{src}: np.copyto of a float32 array, bytes read "
         "+ written over the least time (one thread: a lower bound of the socket's)",
-        "power.tdp_w": f"assumed: {ref.name}'s TDP per core x {facts.cores} cores (no power "
-        "figure is exposed; not measured)",
+        **power_sources,
     }
     if host.boosted:
         sources["compute.base_clock_mhz"] = (f"{src}: read from {facts.clock_source}"
@@ -144,8 +146,27 @@ def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
         "vendor": facts.vendor,
         "notes": f"Calibrated on {facts.hostname}, {date}. {jpeg_note}",
         "compute": compute, "onchip_memory": onchip, "offchip_memory": offchip,
-        "power": {"tdp_w": round(tdp_w, 1)}, "sources": sources}
+        "power": power, "sources": sources}
     return data, peak
+
+
+def _power(facts: HostFacts, ref: Any, src: str, rapl: Rapl | None
+           ) -> tuple[dict[str, Any], dict[str, str]]:
+    """The profile's [power] table and its sources: RAPL's limit where readable, else the
+    nearest built-in's TDP per core, marked as not limiting the clock."""
+    if rapl is not None and rapl.limit_w:
+        files = ", ".join(str(z / "constraint_0_power_limit_uw") for z in rapl.zones)
+        return ({"tdp_w": round(rapl.limit_w, 1)},
+                {"power.tdp_w": f"{src}: the packages' long-term RAPL limit, read from {files}"})
+    tdp_w = ref.power.tdp_w * facts.cores / float(ref.compute.cores)
+    why = ("RAPL's energy counters are readable but give no power limit" if rapl is not None
+           else f"no RAPL zone is readable under {POWERCAP} (a VM, or counters readable by "
+           "root only)")
+    return ({"tdp_w": round(tdp_w, 1), "limits_clock": False},
+            {"power.tdp_w": f"assumed: {ref.name}'s TDP per core x {facts.cores} cores ({why}; "
+             "not measured): it prices static power only",
+             "power.limits_clock": f"defined: false: {why}, so this host's power limit is "
+             "unknown and does not throttle the clock in simulate"})
 
 
 def storage_profile(disk: DiskResult, host: str, date: str) -> dict[str, Any]:

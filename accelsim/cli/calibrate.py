@@ -54,6 +54,14 @@ def calibrate(out_dir: str, budget: str, no_torch: bool, cpu_time: bool, on_busy
     click.echo(f"  numpy: {numpy_fit['per_kernel_s'] * 1e6:.1f} us per op; of peak: {effs} "
                f"(every op kind in the stack file); median |fit error| "
                f"{numpy_fit['median_abs_fit_error']:.1%} over {len(numpy_fit['cases'])} cases")
+    power = s["power"]
+    if power["limits_clock"]:
+        mean = power["package_mean_w_during_cases"]
+        click.echo(f"  power: RAPL limit {power['tdp_w']:g} W (measured)" +
+                   (f", {mean:.1f} W mean over the cases" if mean is not None else ""))
+    else:
+        click.echo(f"  power: no power limit readable (RAPL): TDP {power['tdp_w']:g} W assumed "
+                   "for energy only, not limiting the clock")
     for name in ("numpy", "pytorch"):
         over = s[name].get("clamped") or {}
         if over:
