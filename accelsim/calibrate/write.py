@@ -28,6 +28,8 @@ from accelsim.results.files import write_atomic
 
 FMA_UNITS_ASSUMED = 2  # NB: two FMA pipes per core (every x86 core since Haswell / Zen 3)
 SIGNIFICANT = 4  # digits kept of a measured figure
+BF16_DOT_FLAGS = frozenset({"avx512_bf16"})  # x86 flags of a bf16 dot-product instruction
+BF16_DOT_RATE = 2  # bf16 products per fp32 lane per FMA slot (VDPBF16PS)
 FALLBACK_CLOCK_HZ = 1e9  # stands in where the host exposes no clock (labelled assumed)
 CLOCK_FILES = "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq nor /proc/cpuinfo 'cpu MHz'"
 
@@ -92,6 +94,8 @@ def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
                  "calibrated")
     fma = FMA_UNITS_ASSUMED if facts.has_fma else 1
     lanes = facts.simd_width_bits // 32
+    # NB: AVX512_BF16's VDPBF16PS multiplies two bf16 pairs per fp32 lane per instruction
+    bf16_dot = bool(BF16_DOT_FLAGS & facts.flags)
     host = host_peak(read_hz, facts.cores, lanes, fma, rates or {})
     clock_hz, peak = host.clock_hz, host.peak_flops_per_s
     if host.boosted:
@@ -107,7 +111,8 @@ def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
         "single_thread_equiv_clock_ghz": round(clock_hz / 1e9, 3),
         "cores": facts.cores, "threads": facts.cores, "sockets": 1,
         "simd_width_bits": facts.simd_width_bits, "fma_units_per_core": fma,
-        "vector": {"peak_tflops_fp32": peak / 1e12}}
+        "vector": {"peak_tflops_fp32": peak / 1e12,
+                   **({"peak_tflops_bf16": BF16_DOT_RATE * peak / 1e12} if bf16_dot else {})}}
     offchip: dict[str, Any] = {"technology": memory_technology(facts),
                                "bandwidth_gb_s": stream_bytes_per_s / 1e9}
     if facts.memory_bytes:
@@ -129,6 +134,11 @@ def cpu_profile(facts: HostFacts, stream_bytes_per_s: float, date: str,
         "+ written over the least time (one thread: a lower bound of the socket's)",
         **power_sources,
     }
+    if bf16_dot:
+        sources["compute.vector.peak_tflops_bf16"] = (
+            f"derived: {BF16_DOT_RATE} x the fp32 vector peak: /proc/cpuinfo flags "
+            f"{'/'.join(sorted(BF16_DOT_FLAGS & facts.flags))} (a bf16 dot-product "
+            "instruction, two products per fp32 lane)")
     if host.boosted:
         sources["compute.base_clock_mhz"] = (f"{src}: read from {facts.clock_source}"
                                              if clock_read_hz else clock_src)

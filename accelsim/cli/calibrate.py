@@ -65,8 +65,9 @@ def calibrate(out_dir: str, budget: str, no_torch: bool, cpu_time: bool, on_busy
     for name in ("numpy", "pytorch"):
         over = s[name].get("clamped") or {}
         if over:
-            click.echo(f"  {name}: written at 1 (fitted above the peak: a term the model lacks): "
-                       + ", ".join(f"{k} {v[0]:.3g}" for k, v in over.items()))
+            click.echo(f"  {name}: fitted above their cap, written at it (a term the model "
+                       "lacks): " + ", ".join(f"{k} {v[0]:.3g} -> {v[1]:g}"
+                                              for k, v in over.items()))
     disk = s["disk"]
     click.echo(f"  disk: {disk['read_bandwidth_bytes_per_s'] / 1e6:.0f} MB/s sequential, "
                f"{disk['random_read_4k_iops']:.0f} IOPS at queue depth 1"

@@ -122,3 +122,14 @@ def test_the_guard_turns_a_broken_invariant_into_one_line(tmp_path, monkeypatch)
     text = str(err.value)
     assert "invariant 'peak' violated: row 0 'conv1'" in text and "inputs:" not in text
     assert "\n" not in text
+
+
+def test_a_bf16_dot_product_instruction_doubles_the_bf16_vector_peak(tmp_path):
+    # (issue 27, item 3: a wider bf16 path is a mechanism, not a GEMM figure of 1.34)
+    with_dot = _facts(flags=frozenset({"avx512f", "fma", "avx512_bf16"}))
+    data, peak = cpu_profile(with_dot, 2e10, "today", "")
+    profile = load_profile(write_profile(tmp_path / "a.toml", data, "test"))
+    assert profile.compute.vector_peak_flops_per_s["bf16"] == pytest.approx(2 * peak, rel=1e-3)
+    assert "avx512_bf16" in data["sources"]["compute.vector.peak_tflops_bf16"]
+    data, _ = cpu_profile(_facts(flags=frozenset({"avx512f", "fma"})), 2e10, "today", "")
+    assert "peak_tflops_bf16" not in data["compute"]["vector"]
