@@ -1,9 +1,12 @@
 """One calibration run: measure this host, fit, and write its profiles.
 
-    result = calibrate(Path("calibration"))          # about a minute on 2 cores
+    result = calibrate(Path("calibration"))   # 1.5 min on 2 idle cores, ~3 on a busy host
     result.files      # {"cpu": .../host-cpu.toml, "software": .../numpy-host.toml, ...}
 
 Steps (a tqdm bar on stderr says which): host facts; a memory stream; JPEG decode (Pillow);
+an in-cache GEMM at one thread and every core (`peak`: the peak written is at least its best
+rate per core), from which with the load average the host is judged busy or idle
+(`contention`; busy: `on_busy`); RAPL's power limit where readable (`power`);
 the time per fresh page of numpy's temporaries (`alloc_bench`, glibc only); numpy's element
 passes (weight casts, int8 quantisation, an fp32 GEMV's stream) at 2^17 to 2^24 elements
 (`pass_bench`: the stack's `[cpu_passes]` tables); the host speed
@@ -11,9 +14,10 @@ probes (`probe`, before and after the cases); every kernel case (`cases.kernel_c
 precision through the project's numpy kernels (matmuls timed as a forward pass times them);
 the closed-form fit (`fit.fit_with_pack`, less each case's measured fault time); disk
 bandwidth and IOPS on a temporary file under the output folder; PyTorch as a second stack
-where it is importable. Writes `host-cpu.toml` (device profile), `numpy-host.toml`
-(software stack), `host-disk.toml` (storage medium), `pytorch-host.toml` (where measured)
-and `calibration.json` (every timing and fit error).
+where it is importable; a check that `simulate` runs on what was written (`guard`). Writes
+`host-cpu.toml` (device profile), `numpy-host.toml` (software stack), `host-disk.toml`
+(storage medium), `pytorch-host.toml` (where measured) and `calibration.json` (every timing,
+its repeats and spread, the host's load, and every fit error).
 """
 
 from __future__ import annotations
