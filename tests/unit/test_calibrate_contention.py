@@ -75,3 +75,24 @@ def test_calibrate_refuses_or_switches_on_a_busy_host(tmp_path, monkeypatch):
     assert kept.summary["clock"] == "timed by wall time"
     with pytest.raises(AccelsimError, match="--on-busy 'maybe'"):
         run.calibrate(tmp_path / "d", budget="tiny", on_busy="maybe")
+
+
+def test_describe_time_by_cpu_time_runs_numpy_blas_on_one_thread(monkeypatch):
+    from accelsim.calibrate import timing
+    from accelsim.calibrate.peak import blas_thread_setter, blas_threads
+    from accelsim.workload.zoo import build_model
+
+    if blas_thread_setter() is None:
+        pytest.skip("numpy's BLAS thread count cannot be set here")
+    seen = []
+
+    def fake(graph, batch, precision, repeats, clock):
+        seen.append(blas_threads())
+        return {op.name: 1e-3 for op in graph.ops}
+
+    monkeypatch.setattr(timing, "time_graph", fake)
+    before = blas_threads()
+    timing.measure_beside_prediction(build_model("gemm", m=4, n=4, k=4), 1, "fp32",
+                                     cpu_time=True)
+    timing.measure_beside_prediction(build_model("gemm", m=4, n=4, k=4), 1, "fp32")
+    assert seen == [1, before] and blas_threads() == before
