@@ -11,10 +11,12 @@ the device model's forward-pass estimate for the same batch and precision next t
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import pandas as pd
 
+from accelsim.calibrate.peak import numpy_blas_threads
 from accelsim.devices.estimate import estimate
 from accelsim.kernels.execute import time_graph
 from accelsim.profiles.devices import load_profile
@@ -37,11 +39,13 @@ def measure_beside_prediction(graph: Graph, batch: int, precision: str, hw: str 
     """({measured_time_s, predicted_time_s, relative_error (predicted / measured - 1)},
     per layer: name, measured_time_s, predicted_time_s). The measured time is each op's least
     over `repeats` forward passes, summed (`time_graph`), by the wall clock or with `cpu_time`
-    the process's CPU time (as `accelsim calibrate --cpu-time`); without `hw` nothing is
-    predicted (None)."""
+    the process's CPU time with numpy's BLAS on one thread (as `accelsim calibrate
+    --cpu-time`); without `hw` nothing is predicted (None)."""
     clock = time.process_time if cpu_time else time.perf_counter
-    measured = pd.Series(time_graph(graph, batch, precision, repeats=repeats, clock=clock),
-                         name="measured_time_s")
+    # NB: CPU time is the kernels' time alone only on one thread (as calibrate times by it)
+    with numpy_blas_threads(1) if cpu_time else nullcontext():
+        times = time_graph(graph, batch, precision, repeats=repeats, clock=clock)
+    measured = pd.Series(times, name="measured_time_s")
     frame = measured.rename_axis("name").reset_index()
     total: dict[str, Any] = {"measured_time_s": float(measured.sum()),
                              "predicted_time_s": None, "relative_error": None}

@@ -52,6 +52,8 @@ def _call(op: Op, batch: int, dtype: torch.dtype) -> Callable[[], Any]:
         stats = torch.zeros(xs[0].shape[1], dtype=dtype), torch.ones(xs[0].shape[1], dtype=dtype)
         return lambda: F.batch_norm(xs[0], *stats, params["gamma"], params["beta"], False,
                                     0.0, a["eps"])
+    if op.kind == OpKind.TANH:
+        return lambda: torch.tanh(xs[0])
     if op.kind == OpKind.RELU:
         return lambda: F.relu(xs[0])
     if op.kind == OpKind.ADD:

@@ -100,13 +100,24 @@ def workload_options(fn: Any) -> Any:
 
 
 def resolve(workload: str, batch: int | None, precision: str | None, seq_len: int | None,
-            image_size: int | None, mode: str | None = None) -> Scenario:
-    """The scenario a WORKLOAD argument names, with the command line's overrides applied."""
+            image_size: int | None, mode: str | None = None,
+            inputs: dict[str, str] | None = None) -> Scenario:
+    """The scenario a WORKLOAD argument names, with the command line's overrides applied
+    (`inputs`: other model inputs, `--set NAME=VALUE`, as text)."""
+    from accelsim.errors import AccelsimError
+    from accelsim.physical import input_ceiling
+    from accelsim.sim.knobs import check_range, parse_knob_values
     from accelsim.workload.scenario import resolve_workload
 
-    knobs = {k: v for k, v in (("seq_len", seq_len), ("image_size", image_size)) if v}
-    return resolve_workload(workload).with_overrides(batch_size=batch, precision=precision,
-                                                     mode=mode, input=knobs)
+    knobs: dict[str, Any] = {k: v for k, v in (("seq_len", seq_len), ("image_size", image_size))
+                             if v}
+    sc = resolve_workload(workload)
+    for name, text in (inputs or {}).items():
+        values = parse_knob_values(name, text, sc.model)
+        if len(values) != 1:
+            raise AccelsimError(f"--set {name}={text}: give one value")
+        knobs[name] = check_range(name, values[0], 1, input_ceiling(name))
+    return sc.with_overrides(batch_size=batch, precision=precision, mode=mode, input=knobs)
 
 
 def echo_json(obj: Any) -> None:

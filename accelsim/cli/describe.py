@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from accelsim.cli.common import cli, echo_json, records, resolve, workload_options
+from accelsim.cli.options import SET_OPTION, model_inputs
 from accelsim.errors import AccelsimError
 from accelsim.results.render import fmt_si
 from accelsim.workload.tables import layer_table, totals, unsupported_ops
@@ -34,10 +35,12 @@ EXECUTE_MAX_BYTES = 4e9
               help="With --time: forward passes; each layer's least time is kept.")
 @click.option("--cpu-time", is_flag=True, help="With --time: the process's CPU time, not the "
               "wall clock (a shared host; one BLAS thread), as `calibrate --cpu-time`.")
+@SET_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def describe(workload: str, batch: int | None, precision: str | None, seq_len: int | None,
              image_size: int | None, execute: bool, timed: bool, hw: str | None,
-             software: str | None, repeat: int, cpu_time: bool, as_json: bool) -> None:
+             software: str | None, repeat: int, cpu_time: bool, settings: tuple[str, ...],
+             as_json: bool) -> None:
     """Per-layer table of a WORKLOAD (zoo model, scenario name or .toml file)."""
     if (timed or hw) and not execute:
         raise click.UsageError("--time and --hw measure a real run: add --execute")
@@ -45,7 +48,8 @@ def describe(workload: str, batch: int | None, precision: str | None, seq_len: i
         raise click.UsageError("--hw puts a prediction beside the measured times: add --time")
     if software and not hw:
         raise click.UsageError("--software names the stack of the --hw prediction: add --hw")
-    sc = resolve(workload, batch, precision, seq_len, image_size)
+    sc = resolve(workload, batch, precision, seq_len, image_size,
+                 inputs=model_inputs(settings))
     graph = sc.graph()
     layers = layer_table(graph, sc.batch_size, sc.precision)
     tot = totals(graph)

@@ -105,13 +105,44 @@ def knob_options(fn: Any, skip: tuple[str, ...] = ()) -> Any:
     opts = [_option(k.name, k.help, k.kind) for k in KNOBS.values() if k.name not in skip]
     opts += [click.option(_flag(n), n, type=_TYPES[int], default=None,
                           help=f"Model input: {n.replace('_', ' ')}.") for n in _INPUT_KNOBS]
+    opts.append(SET_OPTION)
     for opt in reversed(opts):
         fn = opt(fn)
     return fn
 
 
+SET_OPTION = click.option(
+    "--set", "settings", multiple=True, metavar="INPUT=VALUE",
+    help="Any other model input (repeatable), e.g. --set m=2048 --set n=2048 --set k=2048 "
+    "for gemm.")
+
+
+def model_inputs(settings: tuple[str, ...]) -> dict[str, str]:
+    """`--set NAME=VALUE` items as {name: value text} (typed later, by the model's knobs);
+    AccelsimError for an item without '=' or given twice."""
+    from accelsim.errors import AccelsimError
+
+    out: dict[str, str] = {}
+    for item in settings:
+        name, sep, text = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name or not text.strip():
+            raise AccelsimError(f"--set {item!r}: write INPUT=VALUE")
+        if name in out:
+            raise AccelsimError(f"--set: model input '{name}' is given twice: give it once")
+        out[name] = text.strip()
+    return out
+
+
 def cli_knobs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The knobs the user gave (pops them from `kwargs`; unset ones are dropped)."""
+    """The knobs the user gave (pops them from `kwargs`, `--set` items among them; unset ones
+    are dropped)."""
+    from accelsim.errors import AccelsimError
+
     names = [*KNOBS, *_INPUT_KNOBS]
-    given = {n: kwargs.pop(n, None) for n in names}
-    return {n: v for n, v in given.items() if v is not None}
+    given = {n: v for n, v in ((n, kwargs.pop(n, None)) for n in names) if v is not None}
+    for name, text in model_inputs(kwargs.pop("settings", ())).items():
+        if name in given:
+            raise AccelsimError(f"--set {name}: given by its own flag too: give it once")
+        given[name] = text
+    return given

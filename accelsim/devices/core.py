@@ -61,7 +61,8 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
     the part of the energy that does not scale with the core voltage); the column
     `clock_fraction` says at what share of the rated clock each row ran. Without one, the
     kernel's own row stretches until the power equals the TDP (NB: a clock that scales down
-    uniformly at constant energy). `static_w` must be below `tdp_w`
+    uniformly at constant energy; its `clock_fraction` is its unthrottled time over its
+    throttled one). `static_w` must be below `tdp_w`
     (`energy.static_power_w` guarantees it for a profile).
     """
     missing = [c for c in COST_COLUMNS if c not in costs]
@@ -95,9 +96,14 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
     short_s = (np.bincount(group, weights=dyn_j, minlength=n) / headroom_w
                - np.bincount(group, weights=time_s, minlength=n))
     throttled = (short_s > 0) & (group == np.arange(n)) & capped
-    time_s = time_s + np.where(throttled, short_s, 0.0)
+    stretched_s = time_s + np.where(throttled, short_s, 0.0)
+    # NB: the stretch is a uniform clock drop at constant energy: the kernel ran at the share
+    # of its clock that its unthrottled time is of its throttled one (so the clock line says
+    # what limited it)
+    kernel_s = np.bincount(group, weights=time_s, minlength=n)
+    clock_fraction = np.where(throttled, kernel_s / np.maximum(kernel_s + short_s, 1e-300), 1.0)
     bound = np.where(throttled, "power", bound)
-    return _finished(work, costs, time_s, bound, dyn_j, static_w, clock_fraction)
+    return _finished(work, costs, stretched_s, bound, dyn_j, static_w, clock_fraction)
 
 
 def _finished(work: pd.DataFrame, costs: pd.DataFrame, time_s: np.ndarray, bound: np.ndarray,

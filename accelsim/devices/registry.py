@@ -39,9 +39,12 @@ RowPeakFn = Callable[[Any, pd.DataFrame, str, np.ndarray, np.ndarray], np.ndarra
 
 
 def profile_power_limits(profile: Any) -> tuple[float, float]:
-    """(TDP, static power) of a device profile, W."""
+    """(TDP, static power) of a device profile, W; the TDP infinite where the profile says it
+    does not limit the clock (`power.limits_clock = false`: an unknown limit)."""
     from accelsim.devices.energy import static_power_w
 
+    if getattr(profile.power, "limits_clock", None) is False:
+        return float("inf"), static_power_w(profile)
     return profile.power.tdp_w, static_power_w(profile)
 
 

@@ -275,6 +275,9 @@ POWER = {
     "measured_min": _f("w"),
     "measured_mean": _f("w"),
     "measured_max": _f("w"),
+    # false: the TDP is not this device's known limit (a VM without a power reading): it
+    # prices static power but does not throttle the clock (`registry.profile_power_limits`)
+    "limits_clock": _f("bool"),
 }
 # Top-level tables: name -> (field spec, the path prefix of its keys, only, required).
 SECTIONS: dict[str, tuple[dict[str, FieldSpec], str, bool, bool]] = {

@@ -175,6 +175,7 @@ class PowerSpec:
     measured_min_w: float | None = None
     measured_mean_w: float | None = None
     measured_max_w: float | None = None
+    limits_clock: bool | None = None  # False: an unknown limit, which does not throttle
 
 
 @dataclass(frozen=True)

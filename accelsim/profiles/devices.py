@@ -70,7 +70,9 @@ Precisions: fp32, tf32, fp16, bf16, fp8, fp4 (NVFP4 / MXFP4), int8.
     names where one exists), bandwidth per direction (theoretical).
 [peer_link]  gpu, tpu, optional: kind (nvlink2 nvlink3 nvlink4 ici), links,
     per_link_bandwidth (per direction).
-[power]  tdp (req), idle, min (lowest power mode), measured_min, measured_mean, measured_max.
+[power]  tdp (req), idle, min (lowest power mode), measured_min, measured_mean, measured_max,
+    limits_clock (bool, default true; false: the TDP is not a known limit of this device, e.g. a
+    calibrated VM without a power reading: it prices static power, and nothing is power-bound).
 
 [sources]  keys are dotted field paths as written ("compute.matrix.peak_tflops_bf16_dense");
 every numeric field must have one, and every key must name a field present in the file, except

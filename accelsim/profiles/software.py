@@ -44,11 +44,12 @@ Schema (units in the keys; `accelsim.schema` checks types, bounds, unknown keys 
     efficiency_classes     [str] optional, sourced: the classes the modifiers hold on (absent:
                            every class of the stack); other classes run it at modifiers 1 (a
                            modifier fitted on GPU rows says nothing of the stack on a CPU)
-    [cpu_efficiency]       (0, 10] optional, CPU only: `<kernel>_<precision>` (kernel: gemm,
-                           conv, attention, vector, stream, pack, gemv, quantize, or a
-                           non-matmul op kind such as relu, gelu) fractions of the CPU profile's
-                           peak (fp32 vector peak; DRAM bandwidth for `stream`, streaming op
-                           kinds, `pack` (the matmuls' BLAS packing and weight-cast passes),
+    [cpu_efficiency]       (0, 10] optional, CPU only (at most 1 for the FLOP-peak kernels:
+                           `CPU_PEAK_KERNELS`): `<kernel>_<precision>` (kernel: gemm, conv,
+                           attention, vector, stream, pack, gemv, quantize, or a non-matmul
+                           op kind such as relu, gelu) fractions of the CPU profile's peak
+                           (fp32 vector peak; DRAM bandwidth for `stream`, streaming op kinds,
+                           `pack` (the matmuls' BLAS packing and weight-cast passes),
                            `gemv` (a matmul's operand stream from DRAM) and `quantize` (an
                            integer precision only: the stack quantises both fp32 operands of
                            each GEMM per call and multiplies in its own loop, no BLAS)) that
@@ -110,9 +111,19 @@ LEGACY_NAMES = ("eager", "compiled")  # the software knob's values before stacks
 DEFAULT = "default"  # the software knob's value that means "the device class's default stack"
 US = 1e-6
 MAX_MODIFIER = 2.0
-# NB: a measured CPU efficiency may pass 1: a stream op whose operands stay in cache outruns
-# the DRAM figure, and a core may boost above the clock its profile's peak is derived at.
+# NB: a measured CPU efficiency of the DRAM bandwidth may pass 1 (a stream op whose operands
+# stay in cache outruns the DRAM figure); one of the FLOP peak may not (`CPU_PEAK_KERNELS`).
 MAX_CPU_EFFICIENCY = 10.0
+# Non-matmul ops whose time a CPU spends on arithmetic (transcendentals, reductions) rather than
+# on moving bytes: a stack's own figure for such an op kind is a vector efficiency (of the FLOP
+# peak); for any other non-matmul op kind, a DRAM stream efficiency.
+CPU_VECTOR_OPS = frozenset(k.value for k in (
+    OpKind.GELU, OpKind.SIGMOID, OpKind.TANH, OpKind.SILU, OpKind.SOFTMAX, OpKind.LAYERNORM,
+    OpKind.RMSNORM, OpKind.BATCHNORM, OpKind.INSTANCENORM, OpKind.ROPE))
+# `[cpu_efficiency]` kernels that are fractions of the CPU's FLOP peak, so at most 1: a figure
+# above it would have `simulate` run FLOPs faster than the peak (an invariant of every estimate)
+CPU_PEAK_KERNELS = ("gemm", "conv", "attention", "vector", *sorted(CPU_VECTOR_OPS))
+MAX_PEAK_EFFICIENCY = 1.0
 MAX_MICRO_TILE = 64  # NB: register tiles are a few rows by a few SIMD vectors
 CPU_KERNELS = ("gemm", "conv", "attention", "vector", "stream", "pack", "gemv", "quantize")
 CPU_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")  # profile keys (hardware_key)
@@ -357,6 +368,12 @@ def load_stack(name_or_path: str | Path) -> SoftwareStack:
     if missing:
         raise ConfigError(src, f"host.per_kernel_us.{missing[0]}", None,
                           f"a stack that runs on a {missing[0]} needs its host time per kernel")
+    for key, value in sorted(stack.cpu_efficiency.items()):
+        if value > MAX_PEAK_EFFICIENCY and key.rpartition("_")[0] in CPU_PEAK_KERNELS:
+            raise ConfigError(src, f"cpu_efficiency.{key}", value, "a fraction of the CPU "
+                              f"profile's FLOP peak cannot exceed {MAX_PEAK_EFFICIENCY:g} (the "
+                              "peak is too low, e.g. derived from a base clock the cores boost "
+                              "above: recalibrate, or raise the profile's clock)")
     stray = sorted(set(stack.default_for) - set(stack.classes))
     if stray:
         raise ConfigError(src, "default_for", list(stack.default_for),

@@ -11,7 +11,7 @@ import pytest
 from accelsim.calibrate.cases import kernel_cases
 from accelsim.calibrate.fit import case_key, fit_efficiencies, with_group_figures
 from accelsim.calibrate.run import calibrate
-from accelsim.calibrate.write import toml_text
+from accelsim.calibrate.write import efficiency_cap, toml_text
 from accelsim.devices.cpu.model import cpu_costs
 from accelsim.errors import ConfigError
 from accelsim.profiles.devices import load_profile
@@ -186,7 +186,10 @@ def test_tiny_calibration_writes_loadable_profiles_quickly(tiny):
     assert profile.offchip_memory.bandwidth_bytes_per_s == pytest.approx(
         s["stream_bytes_per_s"], rel=1e-3)
     for key, value in s["numpy"]["efficiency"].items():
-        assert stack.cpu_factor(*key.rsplit("_", 1)) == pytest.approx(value, rel=1e-3)
+        # (a fraction of the FLOP peak is written at most 1: issue 27)
+        cap = efficiency_cap(key)
+        assert stack.cpu_factor(*key.rsplit("_", 1)) == pytest.approx(min(value, cap), rel=1e-3)
+        assert (key in s["numpy"]["clamped"]) == (value > cap)
     assert stack.per_kernel_s["cpu"] == pytest.approx(s["numpy"]["per_kernel_s"], rel=1e-3,
                                                        abs=1e-9)
     assert stack.cpu_micro_tile is None and stack.weight_casts  # numpy rounds weights per call
@@ -336,12 +339,17 @@ def test_tiny_calibration_records_what_simulate_predicts_for_each_case(tiny):
     """Beside the fit's error, each case carries simulate's error under the written profiles.
     For matmul cases, whose fitted terms add as the model adds them, the two must agree: the
     written files reproduce the fit (a round trip through the TOML, the stack's group figures
-    and `estimate`)."""
+    and `estimate`), except where a figure of the peak was written clamped at 1 (issue 27):
+    simulate is slower there, as the clamp says."""
     result, _ = tiny
     rows = result.summary["numpy"]["cases"]
+    clamped = result.summary["numpy"]["clamped"]
     matmuls = [r for r in rows if r["kernel"] in ("gemm", "conv", "attention")]
     assert matmuls and all("simulated_relative_error" in r for r in rows)
     for row in matmuls:
+        if row["key"] in clamped:
+            assert row["simulated_relative_error"] >= row["fit_relative_error"] - 1e-3
+            continue
         assert row["simulated_relative_error"] == pytest.approx(
             row["fit_relative_error"], abs=1e-3), row["case"]
     errors = [abs(r["simulated_relative_error"]) for r in rows]

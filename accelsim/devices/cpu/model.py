@@ -61,7 +61,7 @@ from accelsim.errors import AccelsimError
 from accelsim.formats import get_format
 from accelsim.kernels.execute import INT8_KINDS
 from accelsim.profiles.efficiency import load_efficiency
-from accelsim.profiles.software import SoftwareStack
+from accelsim.profiles.software import CPU_VECTOR_OPS, SoftwareStack
 from accelsim.profiles.stack_choice import host_single_thread_hz
 from accelsim.workload.ops import MATMUL_KINDS, OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
@@ -103,12 +103,8 @@ def matmul_path(profile: Any, precision: str) -> tuple[str, float]:
 QUANTIZED_OPS = frozenset(k.value for k in INT8_KINDS)
 _CONV_OPS = (OpKind.CONV2D.value, OpKind.CONV3D.value, OpKind.CONV_TRANSPOSE3D.value)
 _MATMUL_OPS = frozenset(k.value for k in MATMUL_KINDS)
-# Non-matmul ops whose time a CPU spends on arithmetic (transcendentals, reductions) rather than
-# on moving bytes: a stack's own figure for such an op kind is a vector efficiency; for any
-# other non-matmul op kind, a DRAM stream efficiency.
-VECTOR_OPS = frozenset(k.value for k in (
-    OpKind.GELU, OpKind.SIGMOID, OpKind.TANH, OpKind.SILU, OpKind.SOFTMAX, OpKind.LAYERNORM,
-    OpKind.RMSNORM, OpKind.BATCHNORM, OpKind.INSTANCENORM, OpKind.ROPE))
+# Non-matmul ops whose stack figure is a vector efficiency (`software.CPU_VECTOR_OPS`).
+VECTOR_OPS = CPU_VECTOR_OPS
 
 
 def _modified(factor: float, modifier: float) -> float:

@@ -29,6 +29,16 @@ def mlp(image_size: int = 28, in_channels: int = 1, hidden: int = 512, layers: i
     return g.build()
 
 
+@model("gemm")
+def gemm(m: int = 512, n: int = 768, k: int = 768) -> Graph:
+    """One matrix product per sample, (M x K) @ (K x N): a linear layer without bias on an
+    M x K input, its K x N weights the parameters; 2 M N K FLOPs (a batch of B: B such
+    products sharing the weights)."""
+    g = GraphBuilder("gemm", family="small")
+    g.linear(g.input("a", (m, k)), out_features=n, bias=False, name="matmul")
+    return g.build()
+
+
 @model("lstm")
 def lstm(seq_len: int = 35, vocab_size: int = 10000, hidden_size: int = 650,
          layers: int = 2) -> Graph:
