@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from accelsim.errors import AccelsimError
 from accelsim.llm.run import routes_to_llm, run_llm
-from accelsim.sim.cost import cost_block
 from accelsim.sim.api import run_pipeline
+from accelsim.sim.cost import cost_block
 from accelsim.sim.seq_mix import run_seq_mix
 from accelsim.sim.spec import SimulationConfig, SimulationResult, check_mode_knobs, check_tf32
 from accelsim.workload.sources import model_knob_defaults

@@ -59,6 +59,7 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
     if fits:  # a decoder's token figures first: what its users read
         lines += _llm_lines(r, head)
         lines += _headline_lines(r, head)
+        lines += _cost_lines(r.get("cost"))
     lines += [
         f"  bottleneck   {fig.bottleneck}: {fig.bottleneck_detail or ''}",
         f"  memory       {_memory_line(mem)}",
@@ -115,6 +116,30 @@ def _headline_lines(r: dict[str, Any], head: Headline) -> list[str]:
         f"  energy       {energy}, {power_text(power)} average"
         f"{_split(fig.split)}, {'n/a' if per_j is None else per_energy_text(per_j)}",
     ]
+
+
+def _usd(x: float) -> str:
+    """Dollars at 3 significant digits ($0.000277, $4.92, $1,234)."""
+    return f"${x:,.0f}" if x >= 1000 else f"${x:.3g}"
+
+
+def _cost_lines(c: dict[str, Any] | None) -> list[str]:
+    """The cost line where a price or an electricity price stands behind it (`sim.cost`);
+    none where no $ figure is known (the record keeps the nulls and says why)."""
+    if not c or (c["usd_per_hour"] is None and c["energy_usd_per_hour"] is None):
+        return []
+    parts = []
+    if c["usd_per_hour"] is not None:
+        parts.append(f"{_usd(c['usd_per_hour'])}/h ({c['devices']} x "
+                     f"{_usd(c['usd_per_device_hour'])}, {c['price_offer'].split(' (')[0]})")
+    if c["energy_usd_per_hour"] is not None:
+        parts.append(f"energy {_usd(c['energy_usd_per_hour'])}/h at "
+                     f"{_usd(c['usd_per_kwh'])}/kWh, PUE {c['pue']:g}")
+    for key, what in (("usd_per_1000_samples", "per 1,000 samples"),
+                      ("usd_per_million_tokens", "per million tokens"), ("usd_per_run", "the run")):
+        if c[key] is not None:
+            parts.append(f"{_usd(c[key])} {what}")
+    return [f"  cost         {'; '.join(parts)}"] + [f"  note         {n}" for n in c["notes"]]
 
 
 def energy_text(joules: float) -> str:

@@ -42,8 +42,8 @@ def cost_block(record: dict[str, Any], usd_per_kwh: float | None = None, pue: fl
     elif price is not None:
         each, offer = price.usd_per_device_hour, f"{price.offer}, as of {price.as_of}"
         if price.flagged_fields:
-            notes.append(f"the price of {device} ({offer}) is unverified: check it before "
-                         "relying on costs")
+            notes.append(f"the price of {device} (hw_profiles/prices/{device}.toml) is "
+                         "unverified: check it before relying on costs")
     else:
         each, offer = None, None
         notes.append(f"no price for {device} (hw_profiles/prices/): costs in $ are null; give "

@@ -67,3 +67,13 @@ def test_bad_prices(tmp_path):
                  '\n[sources]\nusd_per_device_hour = "assumed: test"\n', encoding="utf-8")
     with pytest.raises(AccelsimError, match="device"):
         load_price(f)
+
+
+def test_cost_line_only_where_a_price_stands():
+    from accelsim.results.render import summary_lines
+
+    priced = run_simulation(make_config("resnet50", "t4")).record
+    line = [x for x in summary_lines(priced) if x.lstrip().startswith("cost")]
+    assert line and "$0.526/h" in line[0]
+    unpriced = run_simulation(make_config("resnet50", "a100")).record
+    assert not [x for x in summary_lines(unpriced) if x.lstrip().startswith("cost")]
