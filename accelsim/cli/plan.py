@@ -1,0 +1,114 @@
+"""`accelsim plan`: the best inference configuration of a WORKLOAD over devices, precisions,
+batches and device counts under constraints, the front against cost, and what binds.
+
+    accelsim plan resnet50 --hw h100,l4,t4 --maximize samples-per-dollar --p99-ms 20
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from accelsim.cli.common import cli, echo_json
+from accelsim.errors import AccelsimError
+
+_MAXIMIZE = ("throughput", "samples-per-dollar", "samples-per-joule")
+_MINIMIZE = ("cost", "energy", "latency")
+_COLUMNS = (("hardware", "hardware", None), ("precision", "precision", None),
+            ("batch", "batch", None), ("devices", "devices", None),
+            ("samples/s", "throughput_samples_per_s", 1.0), ("latency ms", "latency_s", 1e3),
+            ("$/h", "usd_per_hour", 1.0), ("samples/$", "samples_per_usd", 1.0),
+            ("samples/J", "samples_per_j", 1.0), ("kW", "power_w", 1e-3),
+            ("binds", "binds", None))
+
+
+def _ints(text: str, what: str) -> list[int]:
+    from accelsim.explore.grid import expand_axis
+
+    values = expand_axis(what, text)
+    if not values or any(not isinstance(v, int) or v < 1 for v in values):
+        raise AccelsimError(f"--{what} {text!r}: whole numbers from 1, e.g. 1,2,4 or 1,2,...,64")
+    return [int(v) for v in values]
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    from accelsim.results.textfit import text_table
+
+    def cell(v: Any, scale: float | None) -> str:
+        if v is None:
+            return "-"
+        if scale is None:
+            return str(v)
+        x = v * scale
+        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+    body = [[cell(r[k], s) for _, k, s in _COLUMNS] for r in rows]
+    numbers = [i for i, (_, _, s) in enumerate(_COLUMNS) if s is not None]
+    return "\n".join(text_table([h for h, _, _ in _COLUMNS], body, right=numbers, shrink=0))
+
+
+@cli.command()
+@click.argument("workload")
+@click.option("--hw", "hardware", required=True, help="Devices separated by commas.")
+@click.option("--batch", "batch", default="1,2,4,...,128", show_default=True,
+              help="Batch sizes to search (a list, or a doubling range with ...).")
+@click.option("--precision", "precision", default="fp16,int8", show_default=True,
+              help="Numeric formats to search, separated by commas.")
+@click.option("--devices", "devices", default="1,2,4,8", show_default=True,
+              help="Device counts (independent replicas) to search.")
+@click.option("--maximize", type=click.Choice(_MAXIMIZE), help="The objective to maximise.")
+@click.option("--minimize", type=click.Choice(_MINIMIZE),
+              help="The objective to minimise (cost: $ per 1,000 samples).")
+@click.option("--p99-ms", type=float, help="Latency limit of one batch, ms.")
+@click.option("--max-cost-per-hour", type=float, help="Rent limit, $ an hour.")
+@click.option("--max-power-kw", type=float, help="Power limit of the devices, kW.")
+@click.option("--top", default=5, show_default=True, type=click.IntRange(1, 1000),
+              help="Best configurations to print.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def plan(workload: str, hardware: str, batch: str, precision: str, devices: str,
+         maximize: str | None, minimize: str | None, p99_ms: float | None,
+         max_cost_per_hour: float | None, max_power_kw: float | None, top: int,
+         as_json: bool) -> None:
+    """The best inference configurations of a WORKLOAD (devices, precisions, batches, device
+    counts) for an objective under limits, the front against cost per hour, and what binds."""
+    from accelsim.explore.plan import make_plan
+
+    if (maximize is None) == (minimize is None):
+        raise AccelsimError("give one objective: --maximize or --minimize")
+    for name, value in (("--p99-ms", p99_ms), ("--max-cost-per-hour", max_cost_per_hour),
+                        ("--max-power-kw", max_power_kw)):
+        if value is not None and not value > 0:
+            raise AccelsimError(f"{name} {value}: must be above 0")
+    p = make_plan(workload, [h.strip() for h in hardware.split(",") if h.strip()],
+                  _ints(batch, "batch"), [x.strip() for x in precision.split(",") if x.strip()],
+                  _ints(devices, "devices"), maximize or minimize, p99_ms, max_cost_per_hour,
+                  max_power_kw)
+    counts = {"configurations": len(p.rows), "simulated": p.simulated, "pruned": p.pruned}
+    if as_json:
+        echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
+                   "rows": p.rows, "notes": p.notes})
+        return
+    best = p.best
+    lines = [f"plan {workload}: {p.objective} over {len(p.rows):,} configurations, "
+             f"{p.simulated} simulated ({p.simulated / len(p.rows):.0%})"]
+    if not best:
+        lines.append("  no configuration meets the limits")
+    else:
+        lines += ["", f"Best {min(top, len(best))}:", _table(best[:top])]
+    if p.front:
+        lines += ["", "Front (no other is better at no more $/h):", _table(p.front)]
+    lines += ["", "Not chosen:"] + [f"  {n:,} {why}" for why, n in sorted(
+        p.pruned.items(), key=lambda kv: -kv[1])]
+    violated: dict[str, int] = {}
+    for r in p.rows:
+        if r["violates"]:
+            violated[r["violates"]] = violated.get(r["violates"], 0) + 1
+    lines += [f"  {n:,} break the {what} limit" for what, n in sorted(violated.items())]
+    no_price = sorted({r["hardware"] for r in p.rows if r["status"] == "simulated"
+                       and r["usd_per_hour"] is None})
+    if no_price:
+        lines.append(f"  note: no price for {', '.join(no_price)} (hw_profiles/prices/): no $ "
+                     "figures for them")
+    lines += [f"  note: {n}" for n in p.notes]
+    click.echo("\n".join(lines))
