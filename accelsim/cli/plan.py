@@ -65,11 +65,14 @@ def _table(rows: list[dict[str, Any]]) -> str:
 @click.option("--max-power-kw", type=float, help="Power limit of the devices, kW.")
 @click.option("--top", default=5, show_default=True, type=click.IntRange(1, 1000),
               help="Best configurations to print.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False),
+              help="Write the figure: the objective against $/h, the front, the chosen point "
+              "(.png, .svg or .pdf).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def plan(workload: str, hardware: str, batch: str, precision: str, devices: str,
          maximize: str | None, minimize: str | None, p99_ms: float | None,
          max_cost_per_hour: float | None, max_power_kw: float | None, top: int,
-         as_json: bool) -> None:
+         plot: str | None, as_json: bool) -> None:
     """The best inference configurations of a WORKLOAD (devices, precisions, batches, device
     counts) for an objective under limits, the front against cost per hour, and what binds."""
     from accelsim.explore.plan import make_plan
@@ -85,6 +88,11 @@ def plan(workload: str, hardware: str, batch: str, precision: str, devices: str,
                   _ints(devices, "devices"), maximize or minimize, p99_ms, max_cost_per_hour,
                   max_power_kw)
     counts = {"configurations": len(p.rows), "simulated": p.simulated, "pruned": p.pruned}
+    if plot:
+        from accelsim.plots.plan import plan_figure
+        from accelsim.plots.style import save_figure
+
+        save_figure(plan_figure(p), plot)
     if as_json:
         echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
                    "rows": p.rows, "notes": p.notes})
