@@ -57,6 +57,10 @@ def _run(cfg: SimulationConfig, detail: bool) -> SimulationResult:
 
         return simulate_federated(cfg)
     if routes_to_llm(cfg):
+        if cfg.scenario.trainable != "all" or cfg.scenario.freeze:
+            raise AccelsimError("--trainable and --freeze freeze layers of a layer graph; a "
+                                "decoder at the token level trains adapters instead: "
+                                "--lora-rank")
         if cfg.tf32 is not None:
             raise AccelsimError("--tf32 does not apply to a token-level decoder run (its fp32 "
                                 "runs as fp16): drop it")

@@ -29,10 +29,11 @@ from accelsim.errors import AccelsimError
 from accelsim.profiles.software import DEFAULT, SoftwareStack
 from accelsim.profiles.stack_choice import resolve_software
 from accelsim.results.headline import Figures, PowerSplit, reserve
+from accelsim.workload.freeze import is_frozen
 from accelsim.workload.graph import Graph
 from accelsim.workload.memory import io_bytes_per_sample, largest_batch, memory_need
 from accelsim.workload.tables import totals, unsupported_ops
-from accelsim.workload.work import gemms_for, work_table
+from accelsim.workload.work import gemms_for, trained_params, work_table
 
 
 def class_model(device_class: str):  # noqa: ANN201 - returns a ClassModel
@@ -270,6 +271,13 @@ def summary(est: DeviceEstimate, graph: Graph, layers: bool = True,
         "unsupported_ops": est.unsupported_ops,
         "notes": list(est.notes),
     }
+    if is_frozen(graph) and est.mode == "train":  # transfer learning: say what trains
+        trained = trained_params(graph)
+        record["workload"]["trainable_params"] = int(trained)
+        record["notes"].append(
+            f"transfer learning: {int(trained):,} of {tot['params']:,} parameters train "
+            f"({trained / tot['params']:.1%}); {len(graph.meta['frozen'])} layers frozen run "
+            "forward only, with no weight gradient, optimizer state or gradient exchange")
     # A cycle-counted array (systolic): the whole network; None elsewhere (same keys always).
     record["total_cycles"] = (float(est.layers["cycles"].sum()) if "stall_cycles" in est.layers
                               else None)

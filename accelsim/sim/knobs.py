@@ -123,6 +123,11 @@ _KNOBS = (
     Knob("max_events", "config", "max_events", int, SIMULATED,
          f"most events a run may schedule (default {DEFAULT_MAX_EVENTS:,})", low=1,
          high=MAX_MAX_EVENTS),
+    Knob("trainable", "scenario", "trainable", str, TRAIN,
+         "transfer learning: the layers that train, all, last:N (the last N with weights) or "
+         "from:LAYER (that layer and every one after it); the others frozen"),
+    Knob("freeze", "scenario", "freeze", str, TRAIN,
+         "transfer learning: layer names or prefixes joined by '+' kept frozen"),
     Knob("dataset", "train", "dataset", str, TRAIN, "dataset profile"),
     Knob("storage", "train", "storage", str, TRAIN, "storage profile"),
     Knob("storage_count", "train", "storage_count", int, TRAIN, "storage devices", low=1,

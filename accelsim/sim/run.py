@@ -51,6 +51,7 @@ from accelsim.sim.part_energy import part_energy_j
 from accelsim.sim.readplan import read_plan
 from accelsim.sim.straggler import class_spread, expected_max
 from accelsim.sim.train import PhaseCost, StepCosts, TrainModel, resource_names
+from accelsim.workload.freeze import FROZEN
 
 PHASES = ("forward", "backward", "optimizer")
 
@@ -250,9 +251,10 @@ def simulate_training(config: TrainConfig) -> TrainResult:
     comm = None
     if d2d is not None:
         graph = plan.scenario.graph()
+        frozen = set(graph.meta.get(FROZEN, ()))  # transfer learning: no gradient to exchange
         # NB: gradients are all-reduced in the width memory_need gives them (fp32 under AMP).
         comm = _Comm(d2d, fabric(plan.system, plan.nodes, plan.devices), plan.device_profile,
-                     {op.name: op.params for op in graph.ops},
+                     {op.name: (0 if op.name in frozen else op.params) for op in graph.ops},
                      float(mem["gradients_bytes"]), plan.bucket_mb * MIB)
         _check_events(plan, reads.steps, bucket_count(comm.grad_bytes, comm.bucket_bytes))
     compute = {plan.batch_size: _phase_cost(full, comm), 0: PhaseCost()}

@@ -11,9 +11,15 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from accelsim.formats import get_format
+from accelsim.workload.freeze import is_frozen, train_mask
 from accelsim.workload.graph import Graph
-from accelsim.workload.tables import totals
-from accelsim.workload.work import MASTER_WEIGHT_BYTES, OPTIMIZER_STATE_TENSORS
+from accelsim.workload.tables import counts_table, totals
+from accelsim.workload.work import (
+    MASTER_WEIGHT_BYTES,
+    OPTIMIZER_STATE_TENSORS,
+    trained_params,
+    work_table,
+)
 
 
 @lru_cache(maxsize=128)
@@ -69,13 +75,29 @@ def memory_need(graph: Graph, batch: int, precision: str, mode: str = "infer",
     params = float(graph.params)
     if mode == "infer":
         return MemoryNeed(params * width, peak_live_elems(graph) * batch * width, 0.0, 0.0)
-    saved = totals(graph)["saved_elems_per_sample"] * batch * width
-    master = params * MASTER_WEIGHT_BYTES if width < MASTER_WEIGHT_BYTES else 0.0
-    state = params * MASTER_WEIGHT_BYTES * OPTIMIZER_STATE_TENSORS[optimizer]
+    saved = _saved_elems_per_sample(graph) * batch * width
+    # a frozen graph (`accelsim.workload.freeze`): gradients, master weights and optimizer
+    # state for the parameters that train only
+    trained = trained_params(graph)
+    master = trained * MASTER_WEIGHT_BYTES if width < MASTER_WEIGHT_BYTES else 0.0
+    state = trained * MASTER_WEIGHT_BYTES * OPTIMIZER_STATE_TENSORS[optimizer]
     # NB: mixed precision (PyTorch AMP) accumulates parameter gradients in fp32, the master
     # weights' type; they are also what data-parallel training all-reduces.
-    grads = params * max(width, MASTER_WEIGHT_BYTES)
+    grads = trained * max(width, MASTER_WEIGHT_BYTES)
     return MemoryNeed(params * width + master, saved, grads, state)
+
+
+def _saved_elems_per_sample(graph: Graph) -> float:
+    """Activations kept for backward, per sample: every op's, or on a frozen graph only those
+    its backward reads (none before the first layer that trains)."""
+    if not is_frozen(graph):
+        return totals(graph)["saved_elems_per_sample"]
+    work = work_table(graph, 1, "fp32", "train")  # (its mask, not its bytes)
+    c = counts_table(graph)
+    fwd = work[work["phase"] == "forward"]
+    mask = train_mask(graph, c["op_index"].to_numpy(), c["params"].to_numpy(),
+                      list(fwd["input_ops"]))
+    return float((c["saved_elems"].to_numpy() * mask.keeps_saved).sum())
 
 
 def largest_batch(graph: Graph, capacity_bytes: float | None, precision: str,

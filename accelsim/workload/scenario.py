@@ -32,6 +32,7 @@ from accelsim.formats import FORMATS, get_format
 from accelsim.physical import MAX_BATCH, MAX_THREADS, input_ceiling
 from accelsim.schema import Field, count, flag, parse_fields, text
 from accelsim.tomlfiles import read_toml
+from accelsim.workload.freeze import frozen_graph
 from accelsim.workload.graph import Graph
 from accelsim.workload.llm_configs import decoder_names, is_config_path, is_decoder
 from accelsim.workload.sources import (
@@ -68,10 +69,16 @@ class Scenario:
     input: dict[str, Any] = field(default_factory=dict)
     dataset: str | None = None
     pipeline: Pipeline = field(default_factory=Pipeline)
+    trainable: str = "all"  # transfer learning (`accelsim.workload.freeze`): all, last:N, from:X
+    freeze: str = ""  # layer names or prefixes joined by "+", frozen whatever `trainable` says
 
     def graph(self) -> Graph:
-        """The model graph at this scenario's input knobs (cached by the zoo or the importer)."""
-        return model_graph(self.model, **self.input)
+        """The model graph at this scenario's input knobs (cached by the zoo or the importer),
+        its frozen layers marked (`frozen_graph`) when the scenario trains only some."""
+        graph = model_graph(self.model, **self.input)
+        if self.trainable == "all" and not self.freeze:
+            return graph
+        return frozen_graph(graph, self.trainable, self.freeze)
 
     def with_overrides(self, **changes: Any) -> Scenario:
         """A copy with the non-None `changes` applied and re-validated (CLI flags)."""

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from accelsim.formats import get_format
+from accelsim.workload.freeze import FROZEN, is_frozen, train_mask
 from accelsim.workload.graph import Graph
 from accelsim.workload.ops import MATMUL_KINDS
 from accelsim.workload.tables import counts_table, gemm_table
@@ -94,15 +95,19 @@ def _work_table(graph: Graph, batch: int, precision: str, mode: str,
     if mode == "infer":
         return fwd
     # Backward reads what forward saved, the output gradient and the weights; it writes the
-    # input gradient and the weight gradient. NB: no recomputation, no fused kernels.
+    # input gradient and the weight gradient. NB: no recomputation, no fused kernels. A frozen
+    # graph (`accelsim.workload.freeze`) computes only the gradients something upstream needs.
+    m = train_mask(graph, c["op_index"].to_numpy(), c["params"].to_numpy(), fwd["input_ops"])
+    dx, dw, saved = m.needs_input_grad, m.trains, m.keeps_saved
     bwd = fwd.assign(
         phase="backward",
-        flops=(c["bwd_input_flops"].to_numpy() + c["bwd_weight_flops"].to_numpy()) * batch,
-        read_bytes=(c["saved_elems"].to_numpy() + c["write_elems"].to_numpy()) * batch * width
-        + weights,
-        write_bytes=c["read_elems"].to_numpy() * batch * width + weights,
-    )
-    params = float(graph.params)
+        flops=(c["bwd_input_flops"].to_numpy() * dx + c["bwd_weight_flops"].to_numpy() * dw)
+        * batch,
+        read_bytes=(c["saved_elems"].to_numpy() * saved + c["write_elems"].to_numpy())
+        * batch * width + weights * dx,
+        write_bytes=c["read_elems"].to_numpy() * batch * width * dx + weights * dw,
+    )[m.runs_backward]
+    params = trained_params(graph)
     state = OPTIMIZER_STATE_TENSORS[optimizer]
     # Update: read master weight, gradient and state; write master weight, state and the
     # low-precision copy.
@@ -114,6 +119,14 @@ def _work_table(graph: Graph, batch: int, precision: str, mode: str,
         "weight_bytes": [0.0], "op_index": [-1], "param_elems": [0.0], "input_ops": [()],
     })
     return pd.concat([fwd, bwd, opt], ignore_index=True)
+
+
+def trained_params(graph: Graph) -> float:
+    """Parameters that train: all of them, or those of the ops a frozen graph leaves free."""
+    if not is_frozen(graph):
+        return float(graph.params)
+    frozen = set(graph.meta[FROZEN])
+    return float(sum(op.params for op in graph.ops if op.name not in frozen))
 
 
 def _input_ops(graph: Graph, op_index: np.ndarray) -> list[tuple[int, ...]]:
