@@ -31,9 +31,17 @@ def run_simulation(cfg: SimulationConfig, detail: bool = True) -> SimulationResu
     With `detail` False the record's `layers` list is empty and an inference run has no event
     records (sweeps, which keep one flat row per point, skip that work); every figure is the
     same. Every record ends with its `cost` (`accelsim.sim.cost`)."""
+    federated = (cfg.mode or cfg.scenario.mode) == "federated"
+    priced = {k: v for k, v in (("usd_per_kwh", cfg.usd_per_kwh), ("pue", cfg.pue),
+                                ("usd_per_device_hour", cfg.usd_per_device_hour)) if v is not None}
+    if federated and priced:
+        raise AccelsimError(f"{', '.join(priced)} do not apply to mode federated (its clients' "
+                            "devices are not rented): drop them")
+    if cfg.pue is not None and cfg.usd_per_kwh is None:
+        raise AccelsimError("knob 'pue' scales the energy bill: give usd_per_kwh with it")
     res = _run(cfg, detail)
-    if res.record.get("workload", {}).get("mode") != "federated":  # (clients are not rented)
-        res.record["cost"] = cost_block(res.record, cfg.usd_per_kwh, cfg.pue,
+    if not federated:
+        res.record["cost"] = cost_block(res.record, cfg.usd_per_kwh, cfg.pue or 1.0,
                                         cfg.usd_per_device_hour)
     return res
 

@@ -34,6 +34,7 @@ import simpy
 from accelsim.devices.estimate import estimate, summary
 from accelsim.errors import AccelsimError
 from accelsim.formats import get_format
+from accelsim.profiles.devices import with_dataflow
 from accelsim.profiles.hardware import host_cpu, resolve_hardware
 from accelsim.profiles.networks import MBIT, Network, load_network
 from accelsim.profiles.systems import load_system
@@ -128,6 +129,8 @@ def simulate_federated(cfg: SimulationConfig) -> SimulationResult:
     """Run `cfg`'s FedAvg rounds (see the module docstring)."""
     fc = FederatedConfig(**cfg.federated).check()
     system, profile = resolve_hardware(cfg.hardware)
+    if cfg.dataflow:  # a systolic client
+        profile = with_dataflow(profile, cfg.dataflow)
     sc = cfg.scenario
     graph = sc.graph()
     est = estimate(graph, profile, sc.batch_size, sc.precision, "train", cfg.software,

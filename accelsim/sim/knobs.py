@@ -112,8 +112,8 @@ _KNOBS = (
          "electricity price, US$ per kWh at the wall: the run's energy cost (default: none)",
          low=0.0, high=100.0),
     Knob("pue", "config", "pue", float, ALL_MODES,
-         "power usage effectiveness: facility power over IT power (default 1: the devices' "
-         "own draw)", low=1.0, high=10.0),
+         "power usage effectiveness: facility power over IT power, with usd_per_kwh "
+         "(default 1: the devices' own draw)", low=1.0, high=10.0),
     Knob("dataflow", "config", "dataflow", str, ALL_MODES,
          "systolic arrays: weight, output or input stationary (ws, os, is)"),
     Knob("devices", "config", "devices", int, SIMULATED, "accelerators used", low=1,

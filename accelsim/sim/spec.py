@@ -55,7 +55,7 @@ class SimulationConfig:
     seq_lens: SeqLens | None = None  # infer, transformers: the batches' sequence lengths
     padding: str | None = None  # with seq_lens: "batch-max" or "removed" (None: the stack's)
     usd_per_kwh: float | None = None  # electricity price (None: energy cost not reported)
-    pue: float = 1.0  # facility power / device and host power
+    pue: float | None = None  # facility power / device and host power (None: 1, with usd_per_kwh)
     usd_per_device_hour: float | None = None  # rent (None: hw_profiles/prices/)
 
 

@@ -77,3 +77,11 @@ def test_cost_line_only_where_a_price_stands():
     assert line and "$0.526/h" in line[0]
     unpriced = run_simulation(make_config("resnet50", "a100")).record
     assert not [x for x in summary_lines(unpriced) if x.lstrip().startswith("cost")]
+
+
+def test_cost_knobs_never_silently_dropped():
+    with pytest.raises(AccelsimError, match="give usd_per_kwh"):
+        run_simulation(make_config("resnet50", "t4", pue=1.4))
+    with pytest.raises(AccelsimError, match="do not apply to mode federated"):
+        run_simulation(make_config("mobilenet_v2", "jetson-orin", mode="federated",
+                                   usd_per_kwh=0.1))
