@@ -57,7 +57,7 @@ th { background: #f0f0f0; }
 tr:nth-child(even) td { background: #fafafa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 figure { margin: 1em 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; box-sizing: border-box; }
 figcaption { color: #555; font-size: 0.9em; }
 ul.notes { color: #444; font-size: 0.9em; }
 footer { margin-top: 3em; color: #777; font-size: 0.85em; }
