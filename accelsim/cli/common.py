@@ -39,7 +39,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
              "storage systems, scenarios, zoo models and decoder configs."),
     "plan": ("accelsim.cli.plan", "The best inference configurations of a WORKLOAD (devices, "
              "precisions, batches, device counts) for an objective under limits, the front "
-             "against cost per hour, and what binds."),
+             "against cost per hour, and what binds; for a decoder, the cheapest way to serve "
+             "a load under TTFT/TPOT targets."),
     "report": ("accelsim.cli.report", "Write an HTML report of WORKLOAD on a system or device "
                "(--hw); print its path."),
     "simulate": ("accelsim.cli.simulate", "Time, energy and bottleneck of a WORKLOAD on a "

@@ -1,7 +1,10 @@
 """`accelsim plan`: the best inference configuration of a WORKLOAD over devices, precisions,
-batches and device counts under constraints, the front against cost, and what binds.
+batches and device counts under constraints, the front against cost, and what binds; for a
+decoder, the cheapest way to serve a load under TTFT/TPOT targets (`cli/plan_llm.py`).
 
     accelsim plan resnet50 --hw h100,l4,t4 --maximize samples-per-dollar --p99-ms 20
+    accelsim plan llama-3.1-8b --hw dgx-h100,hgx-h200,l4 --software vllm,tensorrt-llm \
+        --rate 40 --ttft-ms 500 --tpot-ms 50 --minimize cost
 """
 
 from __future__ import annotations
@@ -11,9 +14,17 @@ from typing import Any
 import click
 
 from accelsim.cli.common import cli, echo_json
+from accelsim.cli.plan_llm import (
+    SERVING_ONLY,
+    is_decoder_workload,
+    refuse_given,
+    serving_options,
+    serving_plan,
+)
+from accelsim.cli.plan_text import parse_counts, plan_table
 from accelsim.errors import AccelsimError
 
-_MAXIMIZE = ("throughput", "samples-per-dollar", "samples-per-joule")
+_MAXIMIZE = ("throughput", "samples-per-dollar", "samples-per-joule", "tokens-per-dollar")
 _MINIMIZE = ("cost", "energy", "latency")
 _COLUMNS = (("hardware", "hardware", None), ("precision", "precision", None),
             ("batch", "batch", None), ("devices", "devices", None),
@@ -21,31 +32,6 @@ _COLUMNS = (("hardware", "hardware", None), ("precision", "precision", None),
             ("$/h", "usd_per_hour", 1.0), ("samples/$", "samples_per_usd", 1.0),
             ("samples/J", "samples_per_j", 1.0), ("kW", "power_w", 1e-3),
             ("binds", "binds", None))
-
-
-def _ints(text: str, what: str) -> list[int]:
-    from accelsim.explore.grid import expand_axis
-
-    values = expand_axis(what, text)
-    if not values or any(not isinstance(v, int) or v < 1 for v in values):
-        raise AccelsimError(f"--{what} {text!r}: whole numbers from 1, e.g. 1,2,4 or 1,2,...,64")
-    return [int(v) for v in values]
-
-
-def _table(rows: list[dict[str, Any]]) -> str:
-    from accelsim.results.textfit import text_table
-
-    def cell(v: Any, scale: float | None) -> str:
-        if v is None:
-            return "-"
-        if scale is None:
-            return str(v)
-        x = v * scale
-        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
-
-    body = [[cell(r[k], s) for _, k, s in _COLUMNS] for r in rows]
-    numbers = [i for i, (_, _, s) in enumerate(_COLUMNS) if s is not None]
-    return "\n".join(text_table([h for h, _, _ in _COLUMNS], body, right=numbers, shrink=0))
 
 
 @cli.command()
@@ -69,24 +55,36 @@ def _table(rows: list[dict[str, Any]]) -> str:
               help="Write the figure: the objective against $/h, the front, the chosen point "
               "(.png, .svg or .pdf).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def plan(workload: str, hardware: str, batch: str, precision: str, devices: str,
-         maximize: str | None, minimize: str | None, p99_ms: float | None,
+@serving_options
+@click.pass_context
+def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision: str,
+         devices: str, maximize: str | None, minimize: str | None, p99_ms: float | None,
          max_cost_per_hour: float | None, max_power_kw: float | None, top: int,
-         plot: str | None, as_json: bool) -> None:
+         plot: str | None, as_json: bool, **serving: Any) -> None:
     """The best inference configurations of a WORKLOAD (devices, precisions, batches, device
-    counts) for an objective under limits, the front against cost per hour, and what binds."""
+    counts) for an objective under limits, the front against cost per hour, and what binds;
+    for a decoder, the cheapest way to serve a load under TTFT/TPOT targets."""
     from accelsim.explore.plan import make_plan
 
     if (maximize is None) == (minimize is None):
         raise AccelsimError("give one objective: --maximize or --minimize")
+    if is_decoder_workload(workload):
+        serving_plan(ctx, workload, hardware, precision, maximize or minimize,
+                     max_cost_per_hour, top, as_json, serving)
+        return
+    refuse_given(ctx, SERVING_ONLY, "a decoder's serving plan")
+    if (maximize or minimize) == "tokens-per-dollar":
+        raise AccelsimError("--maximize tokens-per-dollar plans a decoder's serving; for "
+                            f"{workload} use samples-per-dollar")
     for name, value in (("--p99-ms", p99_ms), ("--max-cost-per-hour", max_cost_per_hour),
                         ("--max-power-kw", max_power_kw)):
         if value is not None and not value > 0:
             raise AccelsimError(f"{name} {value}: must be above 0")
     p = make_plan(workload, [h.strip() for h in hardware.split(",") if h.strip()],
-                  _ints(batch, "batch"), [x.strip() for x in precision.split(",") if x.strip()],
-                  _ints(devices, "devices"), maximize or minimize, p99_ms, max_cost_per_hour,
-                  max_power_kw)
+                  parse_counts(batch, "batch"),
+                  [x.strip() for x in precision.split(",") if x.strip()],
+                  parse_counts(devices, "devices"), maximize or minimize, p99_ms,
+                  max_cost_per_hour, max_power_kw)
     counts = {"configurations": len(p.rows), "simulated": p.simulated, "pruned": p.pruned}
     if plot:
         from accelsim.plots.plan import plan_figure
@@ -103,9 +101,9 @@ def plan(workload: str, hardware: str, batch: str, precision: str, devices: str,
     if not best:
         lines.append("  no configuration meets the limits")
     else:
-        lines += ["", f"Best {min(top, len(best))}:", _table(best[:top])]
+        lines += ["", f"Best {min(top, len(best))}:", plan_table(best[:top], _COLUMNS)]
     if p.front:
-        lines += ["", "Front (no other is better at no more $/h):", _table(p.front)]
+        lines += ["", "Front (no other is better at no more $/h):", plan_table(p.front, _COLUMNS)]
     lines += ["", "Not chosen:"] + [f"  {n:,} {why}" for why, n in sorted(
         p.pruned.items(), key=lambda kv: -kv[1])]
     violated: dict[str, int] = {}

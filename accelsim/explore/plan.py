@@ -78,22 +78,26 @@ class Plan:
     simulated: int = 0
     pruned: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    objectives: dict[str, tuple[str, bool]] = field(default_factory=lambda: OBJECTIVES)
+    tiebreak: str | None = None  # a row figure, larger better, ordering rows the objective ties
 
     @property
     def feasible(self) -> list[dict[str, Any]]:
-        key, _ = OBJECTIVES[self.objective]
-        return [r for r in self.rows if r["status"] in ("simulated", "replicas")
+        key, _ = self.objectives[self.objective]
+        return [r for r in self.rows if r["status"] in ("simulated", "replicas", "searched")
                 and r["violates"] is None and r[key] is not None]
 
     @property
     def best(self) -> list[dict[str, Any]]:
-        key, up = OBJECTIVES[self.objective]
-        return sorted(self.feasible, key=lambda r: (-r[key] if up else r[key], r["order"]))
+        key, up = self.objectives[self.objective]
+        return sorted(self.feasible, key=lambda r: (
+            -r[key] if up else r[key], -(r[self.tiebreak] or 0.0) if self.tiebreak else 0.0,
+            r["order"]))
 
     @property
     def front(self) -> list[dict[str, Any]]:
         """Rows no other feasible row beats on the objective at no more cost per hour."""
-        key, up = OBJECTIVES[self.objective]
+        key, up = self.objectives[self.objective]
         rows = [r for r in self.feasible if r["usd_per_hour"] is not None]
 
         def better(a: dict[str, Any], b: dict[str, Any]) -> bool:

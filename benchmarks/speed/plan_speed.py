@@ -1,11 +1,15 @@
 """Speed and correctness of `accelsim plan` (issue 25: a plan over at least 5 devices, 8
 batch sizes, 3 precisions and 4 device counts, 480 configurations, for ResNet-50 inference
 under a p99 limit, in at most 10 s on one core, simulating at most a third of the grid, its
-answer equal to the full grid's best).
+answer equal to the full grid's best; an LLM serving plan over TP/PP/replicas/batch cap,
+3 GPU types and 2 stacks under TTFT and TPOT targets in at most 60 s).
 
 Run: python benchmarks/speed/plan_speed.py [--write]   (--write: results/plan_speed.md)
 The plan runs in process after imports (CPU time); the full grid, every configuration
-simulated and the best kept by a plain loop, is the reference answer.
+simulated and the best kept by a plain loop, is the reference answer. The serving plans
+have no full-grid reference here (each configuration is a capacity search of ~15 runs);
+tests/unit/test_plan_llm.py checks their search against the exhaustive answer on a server
+whose capacity is known in closed form.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: this checkout's accelsim
 from accelsim.explore.plan import make_plan  # noqa: E402
+from accelsim.explore.plan_llm import make_serving_plan  # noqa: E402
 from accelsim.run import run_simulation  # noqa: E402
 from accelsim.sim.knobs import make_config  # noqa: E402
 
@@ -31,6 +36,12 @@ COUNTS = [1, 2, 4, 8]
 KNOBS = {"software": "tensorrt"}
 P99_MS = 20.0
 TARGET_S = 10.0
+# the serving plans: 3 GPU systems x 2 stacks x tp x pp x caps = 288 configurations each
+LLM_HW, LLM_SW = ["dgx-h100", "hgx-h200", "l4"], ["vllm", "tensorrt-llm"]
+LLM_TP, LLM_PP, LLM_CAPS = [1, 2, 4, 8], [1, 2], [16, 32, 64, 128, 256, 512]
+LLM_CASES = (("llama-3.1-8b", 40.0, "cost"), ("llama-3.1-8b", 150.0, "cost"),
+             ("llama-3.1-8b", 40.0, "tokens-per-dollar"), ("llama-3.1-70b", 10.0, "cost"))
+LLM_TTFT_MS, LLM_TPOT_MS, LLM_TARGET_S = 500.0, 50.0, 60.0
 
 
 def grid_best() -> tuple[float, tuple]:
@@ -86,10 +97,35 @@ def main(argv: list[str]) -> None:
         f"{want[1][2]}: {want[0]:,.0f} | {'yes' if same else 'no'} |", "",
         "Not chosen: " + "; ".join(f"{n} {why}" for why, n in sorted(
             plan.pruned.items(), key=lambda kv: -kv[1])) + ".", ""]
+    lines += serving_lines()
     text = "\n".join(lines)
     print(text)
     if "--write" in argv:
         RESULTS.write_text(text, encoding="utf-8")
+
+
+def serving_lines() -> list[str]:
+    """The serving plans' table: CPU time, simulations, the answer."""
+    lines = [f"Serving plans: {', '.join(LLM_HW)} x {', '.join(LLM_SW)} x tp {LLM_TP} x pp "
+             f"{LLM_PP} x caps {LLM_CAPS}, fp16, 512 prompt + 128 output tokens, p99 TTFT <= "
+             f"{LLM_TTFT_MS:g} ms and TPOT <= {LLM_TPOT_MS:g} ms; the replicas for the load "
+             "follow from each configuration's capacity.", "",
+             "| model | load req/s | objective | configurations | simulations | CPU s | "
+             "target s | met | best |", "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- "
+             "| --- |"]
+    for model, rate, objective in LLM_CASES:
+        t0 = time.process_time()
+        plan = make_serving_plan(model, LLM_HW, LLM_SW, ["fp16"], LLM_TP, LLM_PP, LLM_CAPS,
+                                 rate, 512, 128, LLM_TTFT_MS, LLM_TPOT_MS, objective)
+        cpu_s = time.process_time() - t0
+        b = plan.best[0] if plan.best else None
+        best = "none meets the targets" if b is None else (
+            f"{b['replicas']} x {b['hardware']} {b['software']} tp{b['tp']} pp{b['pp']} cap "
+            f"{b['max_batch']}: ${b['usd_per_hour']:.2f}/h, {b['tokens_per_usd']:,.0f} tok/$")
+        lines.append(f"| {model} | {rate:g} | {objective} | {len(plan.rows)} | "
+                     f"{plan.simulated} | {cpu_s:.1f} | {LLM_TARGET_S:g} | "
+                     f"{'yes' if cpu_s <= LLM_TARGET_S else 'no'} | {best} |")
+    return lines + [""]
 
 
 if __name__ == "__main__":
