@@ -1,8 +1,8 @@
-"""Fewer events per epoch: the alike reads and preparations of one batch as one SimPy process.
+"""Fewer events per epoch: the alike reads and preparations of one batch as one group.
 
 A mixin of `accelsim.sim.train.TrainModel` (whose pools, channels, plan and recorder it uses).
 The fine schedule runs one process per (batch, IO thread) read and per (batch, worker) chunk
-of samples; the coarse one runs one per *group* of them:
+of samples; the coarse one runs one chain of event callbacks (no process) per *group* of them:
 
 - reads: the threads of a batch whose reads are alike (the same number of file requests, so
   the same latency) and which all find an IO thread free when the batch starts. The group takes
@@ -14,9 +14,10 @@ of samples; the coarse one runs one per *group* of them:
   find a free core when the batch is read; they start and end together in both schedules. Those
   that find no core queue for one each, as in the fine schedule (event callbacks, no process).
 
-Kept per read (fine): a batch whose threads are not all free when it starts, storage with a
-concurrency cap below the threads' (`TrainModel.slots`) and GPUDirect reads (each read's copy
-to the device overlaps the next read's service).
+Kept per read (fine): a batch whose threads are not all free when it starts or that leaves a
+prefetch slot free (the next batch would start on threads freed one read at a time), storage
+with a concurrency cap below the threads' (`TrainModel.slots`) and GPUDirect reads (each
+read's copy to the device overlaps the next read's service).
 
 `TrainModel.max_group` caps a group's members; 1 runs the fine schedule.
 """
