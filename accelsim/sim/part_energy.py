@@ -35,13 +35,14 @@ def _intervals(df: pd.DataFrame, resource: str,
     if kinds is not None:
         sel &= df["kind"].isin(kinds)
     rows = df.loc[sel, ["start_s", "end_s"]].to_numpy(dtype=float)
-    merged: list[list[float]] = []
-    for start, end in rows[np.argsort(rows[:, 0], kind="stable")] if len(rows) else []:
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return np.array(merged, dtype=float).reshape(-1, 2)
+    if not len(rows):
+        return rows.reshape(-1, 2)
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(rows[:, 1])  # the furthest end so far
+    # an interval starts a new merged one where it begins after everything before has ended
+    first = np.flatnonzero(np.concatenate(([True], rows[1:, 0] > reach[:-1])))
+    last = np.concatenate((first[1:] - 1, [len(rows) - 1]))
+    return np.column_stack((rows[first, 0], reach[last]))
 
 
 def busy_s(df: pd.DataFrame, resource: str, idle_during: str | None = None) -> float:

@@ -90,8 +90,10 @@ def _epoch(ds: Dataset, devices: int, batch: int, threads: int,
     seg_ends = seg_ends[(np.diff(seg_ends, prepend=0) > 0) & (seg_ends <= db_ends[-1])]
     seg_samples = np.diff(seg_ends, prepend=0)
     seg_file = np.searchsorted(file_ends, seg_ends, side="left")
-    seg_db = np.searchsorted(db_ends, seg_ends, side="left")
-    seg_bytes = seg_samples * (sizes[seg_file] / counts[seg_file])
+    # The batch of each segment: the batch ends before it (each batch end is a segment end).
+    at_db = np.bincount(np.searchsorted(seg_ends, db_ends), minlength=seg_ends.size)
+    seg_db = np.cumsum(at_db) - at_db
+    seg_bytes = seg_samples * (sizes / counts)[seg_file]
 
     n_db = db_ends.size
     n_seg = np.bincount(seg_db, minlength=n_db)

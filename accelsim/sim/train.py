@@ -3,16 +3,19 @@
 Contention in SimPy's own terms:
 
 - storage: a `Resource` of `max_concurrency x count` request slots (held for a request's
-  whole life) and a one-at-a-time service channel (held for max(bytes / bandwidth, IOs /
-  IOPS, bytes / network bandwidth)): latencies overlap across IO threads, bandwidth and the
-  IOPS cap are shared. Each accelerator's IO threads are a `Resource` of `io_threads`
-  slots; a read is a process, one per (batch, thread) aggregate read
-  (`accelsim.sim.readplan`), so the next batch's reads queue behind this one's.
+  whole life) and a one-at-a-time service channel (a one-unit `Container`, held for
+  max(bytes / bandwidth, IOs / IOPS, bytes / network bandwidth)): latencies overlap across IO
+  threads, bandwidth and the IOPS cap are shared. Each accelerator's IO threads are a
+  `Container` of `io_threads` units; a read is a process, one per (batch, thread) aggregate
+  read (`accelsim.sim.readplan`), so the next batch's reads queue behind this one's, or one per
+  group of alike reads (`accelsim.sim.groups`).
 - page cache: from the second epoch on, a dataset that fits in host DRAM is read from
   memory at DRAM bandwidth (one shared `Resource`), not from storage; GPUDirect bypasses it.
-- host CPU: a `Resource` with one slot per core left after the framework's; prep workers are
-  processes, one per (batch, worker) chunk of samples, each holding a core.
-- host-to-device links: one `Resource` per accelerator; the device-to-device fabric: one.
+- host CPU: a `Container` of the cores left after the framework's; prep workers are
+  processes, one per (batch, worker) chunk of samples, each holding a core, or one per group
+  of alike workers holding a core each (`accelsim.sim.groups`).
+- host-to-device links: one per accelerator (a `Container` of one unit, taken without an
+  event when free: `accelsim.sim.groups.Pool`); the device-to-device fabric: one `Resource`.
 - the node's NICs (multi-node): one `Resource`, held by the cross-node phase of each
   all-reduce and by storage reads over the network, which so contend.
 - decode (`accelsim.sim.decode`, `accelsim.sim.stages`): on the host, prep workers before the
@@ -49,6 +52,7 @@ from accelsim.results.records import Recorder
 from accelsim.sim.allreduce_stage import AllReduceStage, link_j
 from accelsim.sim.config import TrainPlan
 from accelsim.sim.costs import PhaseCost, StepCosts
+from accelsim.sim.groups import GroupedLoads, Pool
 from accelsim.sim.readplan import ReadPlan
 from accelsim.sim.stages import LoaderStages
 from accelsim.sim.straggler import device_slowdowns, slowed
@@ -64,8 +68,12 @@ def resource_names(plan: TrainPlan) -> dict[str, str]:
             "dram": "dram"}
 
 
-class TrainModel(LoaderStages, AllReduceStage):
+class TrainModel(LoaderStages, GroupedLoads, AllReduceStage):
     """One run of the pipeline. Build, call `run()`, read `recorder`."""
+
+    # Most reads or workers one process stands for (`accelsim.sim.groups`); 1: the fine
+    # schedule, one process per read and per worker (the reference the tests compare with).
+    max_group = 1 << 30
 
     def __init__(self, plan: TrainPlan, reads: ReadPlan, costs: StepCosts) -> None:
         self.plan, self.reads, self.costs = plan, reads, costs
@@ -88,19 +96,20 @@ class TrainModel(LoaderStages, AllReduceStage):
         self.page_bw = s.host.dram_bandwidth_bytes_per_s * share
         slots = max(int(medium.max_concurrency * s.storage_count * share), 1)
         self.slots = simpy.Resource(env, slots) if plan.io_threads * n > slots else None
-        self.channel = simpy.Resource(env, 1)
+        self.channel = Pool(env, 1, init=1)
         # The page cache: once read, a dataset that fits in host DRAM is served from memory in
         # later epochs (GPUDirect Storage reads bypass it, as O_DIRECT does).
         # NB: all of host DRAM may cache; the framework's own memory is not subtracted.
         ds = plan.dataset
         self.page_cache = (not plan.gpudirect
                            and ds.file_count * ds.file_size_mean_bytes <= s.host.dram_bytes)
-        self.dram_channel = simpy.Resource(env, 1)
-        self.cpu = simpy.Resource(env, max(plan.prep_cores, 1))
-        self.h2d = [simpy.Resource(env, 1) for _ in range(n)]
+        self.dram_channel = Pool(env, 1, init=1)
+        cores = max(plan.prep_cores, 1)
+        self.cpu = Pool(env, cores, init=cores)
+        self.h2d = [Pool(env, 1, init=1) for _ in range(n)]
         self.d2d = simpy.Resource(env, 1)
         self.nic = simpy.Resource(env, 1)  # NB: the node's NIC rails as one shared channel
-        self.io_pool = [simpy.Resource(env, plan.io_threads) for _ in range(n)]
+        self.io_pool = [Pool(env, plan.io_threads, init=plan.io_threads) for _ in range(n)]
         self.window = [simpy.Container(env, plan.prefetch_batches + 1,
                                        init=plan.prefetch_batches + 1) for _ in range(n)]
         steps, dec = reads.steps, plan.decode
@@ -164,6 +173,12 @@ class TrainModel(LoaderStages, AllReduceStage):
             if not threads.size:
                 self._finish(self.read_done, self.read_ev, d, g)
                 continue
+            groups = self._read_groups(d, g, threads)
+            if groups is not None:
+                pending = [len(groups)]
+                for members in groups:
+                    self._read_group(d, g, members, pending)
+                continue
             pending = [int(threads.size)]
             for t in threads:
                 env.process(self._read(d, g, int(r.requests[g, d, t]), float(r.bytes[g, d, t]),
@@ -177,11 +192,10 @@ class TrainModel(LoaderStages, AllReduceStage):
     def _read(self, d: int, g: int, n_req: int, n_bytes: float, n_samples: int,
               pending: list[int]) -> Generator[Any, Any, None]:
         env, rec = self.env, self.recorder
-        thread = self.io_pool[d].request()
-        yield thread
+        yield self.io_pool[d].get(1)
         if self.page_cache and self.reads.epoch[g] > 0:
             yield from self._read_cached(d, g, n_bytes, n_samples)
-            self.io_pool[d].release(thread)
+            self.io_pool[d].put(1)
             pending[0] -= 1
             if not pending[0]:
                 self._finish(self.read_done, self.read_ev, d, g)
@@ -192,35 +206,35 @@ class TrainModel(LoaderStages, AllReduceStage):
             yield slot
         # NB: a thread's file requests run back to back, each paying the low-load latency.
         yield env.timeout(n_req * self.latency_s)
-        with self.channel.request() as req:
-            yield req
+        yield self.channel.get(1)
+        t0 = env.now
+        # NB: one request is one IO against the 4 KiB IOPS figure whatever its size.
+        store_s = max(n_bytes / self.storage_bw, n_req / self.iops)
+        net_s = n_bytes / self.net_bw if self.net_bw else 0.0
+        nic = self.nic.request() if net_s else None
+        if nic is not None:
+            yield nic  # the NICs may be busy with an all-reduce's cross-node phase
             t0 = env.now
-            # NB: one request is one IO against the 4 KiB IOPS figure whatever its size.
-            store_s = max(n_bytes / self.storage_bw, n_req / self.iops)
-            net_s = n_bytes / self.net_bw if self.net_bw else 0.0
-            nic = self.nic.request() if net_s else None
-            if nic is not None:
-                yield nic  # the NICs may be busy with an all-reduce's cross-node phase
-                t0 = env.now
-            yield env.timeout(max(store_s, net_s))
-            if nic is not None:
-                self.nic.release(nic)
-            # Storage energy follows from these records' busy time (`sim.part_energy`).
-            rec.add("storage", "read", t0, t0 + store_s, g, d, n_samples, n_bytes)
-            if net_s:
-                rec.add("network", "read", t0, t0 + net_s, g, d, n_samples, n_bytes,
-                        link_j(self.plan.system.network, n_bytes))
+        yield env.timeout(max(store_s, net_s))
+        if nic is not None:
+            self.nic.release(nic)
+        # Storage energy follows from these records' busy time (`sim.part_energy`).
+        rec.add("storage", "read", t0, t0 + store_s, g, d, n_samples, n_bytes)
+        if net_s:
+            rec.add("network", "read", t0, t0 + net_s, g, d, n_samples, n_bytes,
+                    link_j(self.plan.system.network, n_bytes))
+        self.channel.put(1)
         if slot is not None:
             self.slots.release(slot)
         if self.plan.gpudirect:
             link = self.plan.system.host_to_device
-            with self.h2d[d].request() as req:
-                yield req
-                t0 = env.now
-                yield env.timeout(link.latency_s + n_bytes / link.achieved_bandwidth_bytes_per_s)
-                rec.add(self.names["h2d"], "h2d", t0, env.now, g, d, n_samples, n_bytes,
-                        link_j(link, n_bytes), "gds")
-        self.io_pool[d].release(thread)
+            yield self.h2d[d].get(1)
+            t0 = env.now
+            yield env.timeout(link.latency_s + n_bytes / link.achieved_bandwidth_bytes_per_s)
+            rec.add(self.names["h2d"], "h2d", t0, env.now, g, d, n_samples, n_bytes,
+                    link_j(link, n_bytes), "gds")
+            self.h2d[d].put(1)
+        self.io_pool[d].put(1)
         pending[0] -= 1
         if not pending[0]:
             self._finish(self.read_done, self.read_ev, d, g)
@@ -228,11 +242,11 @@ class TrainModel(LoaderStages, AllReduceStage):
     def _read_cached(self, d: int, g: int, n_bytes: float,
                      n_samples: int) -> Generator[Any, Any, None]:
         """A read served by the page cache: a copy at host DRAM bandwidth, shared."""
-        with self.dram_channel.request() as req:
-            yield req
-            t0 = self.env.now
-            yield self.env.timeout(n_bytes / self.page_bw)
-            self.recorder.add("page_cache", "read", t0, self.env.now, g, d, n_samples, n_bytes)
+        yield self.dram_channel.get(1)
+        t0 = self.env.now
+        yield self.env.timeout(n_bytes / self.page_bw)
+        self.recorder.add("page_cache", "read", t0, self.env.now, g, d, n_samples, n_bytes)
+        self.dram_channel.put(1)
 
     # ------------------------------------------------------------------ prepare
 
@@ -243,10 +257,15 @@ class TrainModel(LoaderStages, AllReduceStage):
             samples = int(self.batch_samples[g, d])
             k = min(self.plan.prep_workers, samples)
             if ds.prep_s_per_sample_per_core > 0 and k > 0:
-                done, pending = env.event(), [k]
-                base, extra = divmod(samples, k)
-                for w in range(k):
-                    env.process(self._prep(d, g, base + (w < extra), pending, done))
+                groups, alone = self._prep_chunks(samples, k)
+                done, pending = env.event(), [len(groups) + len(alone)]
+                for size, workers in groups:
+                    self._prep_group(d, g, size, workers, pending, done)
+                for size in alone:
+                    if self.max_group > 1:
+                        self._prep_waiting(d, g, size, pending, done)
+                    else:  # the fine schedule: a process per worker
+                        env.process(self._prep(d, g, size, pending, done))
                 yield done
             else:  # nothing to prepare: the batch passes straight through
                 self.recorder.add(self.names["host_cpu"], "prep", env.now, env.now, g, d,
@@ -256,16 +275,15 @@ class TrainModel(LoaderStages, AllReduceStage):
     def _prep(self, d: int, g: int, n_samples: int, pending: list[int],
               done: simpy.Event) -> Generator[Any, Any, None]:
         env, ds = self.env, self.plan.dataset
-        with self.cpu.request() as req:
-            yield req
-            t0 = env.now
-            # The dataset's per-core figure, already rescaled to the host CPU by the run
-            # (`accelsim.sim.hostprep`). NB: one core's speed whatever the load on the others.
-            busy_s = n_samples * ds.prep_s_per_sample_per_core
-            yield env.timeout(busy_s)
-            self.recorder.add(self.names["host_cpu"], "prep", t0, env.now, g, d, n_samples,
-                              n_samples * ds.decoded_sample_bytes,
-                              busy_s * self.costs.core_power_w)
+        yield self.cpu.get(1)
+        t0 = env.now
+        # The dataset's per-core figure, already rescaled to the host CPU by the run
+        # (`accelsim.sim.hostprep`). NB: one core's speed whatever the load on the others.
+        busy_s = n_samples * ds.prep_s_per_sample_per_core
+        yield env.timeout(busy_s)
+        self.recorder.add(self.names["host_cpu"], "prep", t0, env.now, g, d, n_samples,
+                          n_samples * ds.decoded_sample_bytes, busy_s * self.costs.core_power_w)
+        self.cpu.put(1)
         pending[0] -= 1
         if not pending[0]:
             done.succeed()
@@ -287,22 +305,24 @@ class TrainModel(LoaderStages, AllReduceStage):
             # and read by the DMA once; a pageable copy adds one read and one write.
             dram_bytes = 2 * stored + (2 * n_bytes if self.host_prep else 0.0)
             if not plan.pinned_memory and n_bytes:
-                with self.cpu.request() as req:
-                    yield req
-                    t0 = env.now
-                    # NB: staging copy and DMA run one after the other, not chunk-pipelined.
-                    yield env.timeout(n_bytes / self.copy_bw)
-                    rec.add(self.names["host_cpu"], "staging_copy", t0, env.now, g, d, samples,
-                            n_bytes, (env.now - t0) * self.costs.core_power_w)
-                dram_bytes += 2 * n_bytes
-            with self.h2d[d].request() as req:
-                yield req
+                yield self.cpu.get(1)
                 t0 = env.now
-                # NB: each accelerator's link at its achieved bandwidth; the host root complex
-                # and PCIe switches shared by several devices are not modelled.
-                yield env.timeout(link.latency_s + n_bytes / link.achieved_bandwidth_bytes_per_s)
-                rec.add(self.names["h2d"], "h2d", t0, env.now, g, d, samples, n_bytes,
-                        link_j(link, n_bytes), "pinned" if plan.pinned_memory else "pageable")
+                # NB: staging copy and DMA run one after the other, not chunk-pipelined.
+                yield env.timeout(n_bytes / self.copy_bw)
+                rec.add(self.names["host_cpu"], "staging_copy", t0, env.now, g, d, samples,
+                        n_bytes, (env.now - t0) * self.costs.core_power_w)
+                self.cpu.put(1)
+                dram_bytes += 2 * n_bytes
+            wait = self.h2d[d].acquire(1)  # None: the link was free, taken at once
+            if wait is not None:
+                yield wait
+            t0 = env.now
+            # NB: each accelerator's link at its achieved bandwidth; the host root complex
+            # and PCIe switches shared by several devices are not modelled.
+            yield env.timeout(link.latency_s + n_bytes / link.achieved_bandwidth_bytes_per_s)
+            rec.add(self.names["h2d"], "h2d", t0, env.now, g, d, samples, n_bytes,
+                    link_j(link, n_bytes), "pinned" if plan.pinned_memory else "pageable")
+            self.h2d[d].give(1)
             rec.add(self.names["dram"], "dram", env.now, env.now, g, d, samples, dram_bytes,
                     dram_bytes * self.costs.dram_j_per_byte)
             self._finish(self.xfer_done, self.xfer_ev, d, g)
