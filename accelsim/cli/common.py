@@ -43,6 +43,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
              "a load under TTFT/TPOT targets."),
     "report": ("accelsim.cli.report", "Write an HTML report of WORKLOAD on a system or device "
                "(--hw); print its path."),
+    "scalesim": ("accelsim.cli.scalesim", "Run a SCALE-Sim topology on a SCALE-Sim .cfg as "
+                 "SCALE-Sim's own command line does."),
     "simulate": ("accelsim.cli.simulate", "Time, energy and bottleneck of a WORKLOAD on a "
                  "system or device (--hw)."),
     "size-storage": ("accelsim.cli.size_storage", "The fewest storage servers of a family that "

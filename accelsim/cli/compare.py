@@ -14,6 +14,7 @@ import click
 import pandas as pd
 
 from accelsim.cli.common import cli, echo_json
+from accelsim.cli.helpgroups import FoldedCommand
 from accelsim.cli.options import cli_knobs, knob_options
 from accelsim.errors import AccelsimError
 from accelsim.results.csvtext import csv_text
@@ -127,7 +128,7 @@ def _check_figure_path(option: str, path: str | None) -> None:
         raise AccelsimError(f"{option} {path}: no such folder '{p.parent}'")
 
 
-@cli.command()
+@cli.command(cls=FoldedCommand)
 @click.argument("workload")
 @click.option("--hw", "hardware", required=True, help=HW_HELP)
 @knob_options

@@ -57,6 +57,7 @@ _CHOICES: dict[str, Any] = {
     "padding": click.Choice(["batch-max", "removed"]),
     "checkpoint_mode": click.Choice(["sync", "async"]),
 }
+_LONGEST_CHOICE_METAVAR = 50  # characters of "a|b|c" shown as the option's metavar
 _INPUT_KNOBS = ("seq_len", "image_size")  # the common model inputs get their own flags
 
 
@@ -95,8 +96,22 @@ def _option(name: str, help_text: str, kind: type) -> Any:
         return click.option(_BOOL_FLAGS.get(name, f"{_flag(name)}/--no-{_flag(name)[2:]}"),
                             name, default=None, help=help_text[:1].upper() + help_text[1:] + ".")
     kind_type = _CHOICES[name] if name in _CHOICES else _TYPES[kind]
-    return click.option(_flag(name), name, type=kind_type, default=None,
-                        help=help_text[:1].upper() + help_text[1:] + ".")
+    text = help_text[:1].upper() + help_text[1:] + "."
+    metavar = None
+    if name in _CHOICES and len("|".join(kind_type.choices)) > _LONGEST_CHOICE_METAVAR:
+        # a long list goes in the help, wrapped, not in one [a|b|...] metavar over 100 columns
+        metavar = name.upper()
+        text += f" One of: {', '.join(kind_type.choices)}."
+    return click.option(_flag(name), name, type=kind_type, default=None, metavar=metavar,
+                        help=text)
+
+
+def choice_list(name: str, kind: type) -> tuple[str, ...]:
+    """The values a knob takes when they are a fixed set (its click.Choice, or on|off for a
+    bool flag); () otherwise. The software stack also takes a .toml path."""
+    if name in _CHOICES:
+        return tuple(_CHOICES[name].choices)
+    return ("true", "false") if kind is bool else ()
 
 
 def knob_options(fn: Any, skip: tuple[str, ...] = ()) -> Any:

@@ -9,11 +9,12 @@ from typing import Any
 import click
 
 from accelsim.cli.common import cli
+from accelsim.cli.helpgroups import FoldedCommand
 from accelsim.cli.options import cli_knobs, knob_options
 from accelsim.cli.simulate import HW_HELP
 
 
-@cli.command()
+@cli.command(cls=FoldedCommand)
 @click.argument("workload")
 @click.option("--hw", "hardware", required=True, help=HW_HELP)
 @knob_options

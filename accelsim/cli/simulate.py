@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from accelsim.cli.common import cli, echo_json
+from accelsim.cli.helpgroups import GroupedCommand
 from accelsim.cli.options import cli_knobs, knob_options
 from accelsim.errors import AccelsimError
 
@@ -27,7 +28,7 @@ def parse_layers(value: str) -> int | None:
     return n
 
 
-@cli.command()
+@cli.command(cls=GroupedCommand)
 @click.argument("workload")
 @click.option("--hw", "hardware", help=HW_HELP + " Required unless --storage-system.")
 @knob_options

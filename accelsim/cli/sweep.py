@@ -10,6 +10,7 @@ import click
 import pandas as pd
 
 from accelsim.cli.common import cli, echo_json
+from accelsim.cli.helpgroups import GroupedCommand
 from accelsim.cli.simulate import HW_HELP
 from accelsim.errors import AccelsimError
 from accelsim.explore.grid import expand_axis
@@ -33,10 +34,20 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _choices(name: str, kind: type) -> str:
+    """' Values: a, b, c.' for a knob with a fixed set of values (the option is plain text, a
+    value or a comma list, so click does not list them itself)."""
+    from accelsim.cli.options import choice_list
+
+    values = choice_list(name, kind)
+    return f" Values: {', '.join(values)}." if values else ""
+
+
 def _knob_flags(fn: Any) -> Any:
     """One string option per knob (a value or a comma list; a list is an axis)."""
     opts = [click.option(_flag(k.name), k.name, metavar=_VALUES, default=None,
-                         help=f"{k.help[:1].upper()}{k.help[1:]}.") for k in KNOBS.values()]
+                         help=f"{k.help[:1].upper()}{k.help[1:]}.{_choices(k.name, k.kind)}")
+            for k in KNOBS.values()]
     opts += [click.option(_flag(n), n, metavar=_VALUES, default=None,
                           help=f"Model input: {n.replace('_', ' ')}.") for n in _INPUT_FLAGS]
     for opt in reversed(opts):
@@ -44,7 +55,7 @@ def _knob_flags(fn: Any) -> Any:
     return fn
 
 
-@cli.command()
+@cli.command(cls=GroupedCommand)
 @click.argument("workload")
 @click.option("--hw", "hardware", required=True, metavar="P[,P...]",
               help=HW_HELP + " A comma list is an axis.")

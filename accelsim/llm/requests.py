@@ -5,6 +5,10 @@ from a trace file of (arrival, prompt, output) rows.
                         context=4096, seed=0)
     req = read_requests("trace.csv", context=4096)   # header: arrival_s,prompt_tokens,output_tokens
 
+A trace may also be in Vidur's format (microsoft/vidur, data/processed_traces/*.csv, read by
+its trace request generator): `arrived_at,num_prefill_tokens,num_decode_tokens`, the same
+three quantities (seconds, prompt tokens, output tokens) under Vidur's names.
+
 Lengths: "fixed" (every request the mean), "uniform" (whole numbers from 1 to 2 x mean - 1,
 whose mean is the mean) or "exponential" (rounded up, mean about the mean), clipped to the
 model's context (a prompt keeps room for one output token).
@@ -26,6 +30,9 @@ from accelsim.tomlfiles import read_text_file
 
 LENGTH_DISTS = ("fixed", "uniform", "exponential")
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+# Vidur's name of each of TRACE_COLUMNS.
+VIDUR_COLUMNS = {"arrived_at": "arrival_s", "num_prefill_tokens": "prompt_tokens",
+                 "num_decode_tokens": "output_tokens"}
 MAX_TRACE_ROWS = 10_000_000
 # NB: the largest trace file read: 10 million rows of about 50 bytes.
 MAX_TRACE_BYTES = 1 << 29
@@ -59,17 +66,23 @@ def draw_requests(n: int, rate_per_s: float | None, prompt: int, output: int, di
 
 
 def read_requests(path: str | Path, context: int) -> Requests:
-    """Requests from a CSV trace with the header `TRACE_COLUMNS`, one request per row, in
-    arrival order. Bad rows raise ConfigError naming the file, the row's field and value."""
+    """Requests from a CSV trace with the header `TRACE_COLUMNS` (or Vidur's names of them,
+    `VIDUR_COLUMNS`), one request per row, in arrival order. Bad rows raise ConfigError
+    naming the file, the row's field (as the file names it) and value."""
     text = read_text_file(path, MAX_TRACE_BYTES)
     try:
         table = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as err:
         raise AccelsimError(f"{path}: cannot read the request trace: {err}") from None
     header = [h.strip() for h in table[0]] if table else []
+    said = {c: c for c in TRACE_COLUMNS}  # our column -> the file's name of it, for errors
+    if sorted(header) == sorted(VIDUR_COLUMNS):
+        header = [VIDUR_COLUMNS[h] for h in header]
+        said = {ours: theirs for theirs, ours in VIDUR_COLUMNS.items()}
     if not table[1:] or sorted(header) != sorted(TRACE_COLUMNS):
         raise ConfigError(path, "<header>", sorted(header), f"expected the columns "
-                          f"{', '.join(TRACE_COLUMNS)} and at least one row")
+                          f"{', '.join(TRACE_COLUMNS)} (or Vidur's "
+                          f"{', '.join(VIDUR_COLUMNS)}) and at least one row")
     rows = []
     for i, cells in enumerate(table[1:], start=2):  # line numbers: the header is line 1
         if len(cells) != len(header):
@@ -81,18 +94,20 @@ def read_requests(path: str | Path, context: int) -> Requests:
     arrival, prompt, output = [], [], []
     last = 0.0
     for i, row in enumerate(rows, start=2):  # line numbers: the header is line 1
-        t = _number(path, i, "arrival_s", row["arrival_s"], float)
+        t = _number(path, i, said["arrival_s"], row["arrival_s"], float)
         if t > MAX_ARRIVAL_S:
-            raise ConfigError(str(path), f"line {i} arrival_s", row["arrival_s"].strip()[:40],
+            raise ConfigError(str(path), f"line {i} {said['arrival_s']}",
+                              row["arrival_s"].strip()[:40],
                               f"at most {MAX_ARRIVAL_S:g} s (a trace of about 30 years)")
         if t < last:
-            raise ConfigError(path, f"line {i} arrival_s", t, f"before the previous row's "
-                              f"{last:g} s: rows must be in arrival order")
-        p = _number(path, i, "prompt_tokens", row["prompt_tokens"], int)
-        o = _number(path, i, "output_tokens", row["output_tokens"], int)
+            raise ConfigError(path, f"line {i} {said['arrival_s']}", t, "before the previous "
+                              f"row's {last:g} s: rows must be in arrival order")
+        p = _number(path, i, said["prompt_tokens"], row["prompt_tokens"], int)
+        o = _number(path, i, said["output_tokens"], row["output_tokens"], int)
         if p < 1 or o < 1 or p + o > context:
-            raise ConfigError(path, f"line {i} prompt_tokens", (p, o), f"needs prompt >= 1, "
-                              f"output >= 1 and prompt + output <= the context of {context:,}")
+            raise ConfigError(path, f"line {i} {said['prompt_tokens']}", (p, o),
+                              "needs prompt >= 1, output >= 1 and "
+                              f"prompt + output <= the context of {context:,}")
         arrival.append(t)
         prompt.append(p)
         output.append(o)

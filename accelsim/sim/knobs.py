@@ -245,7 +245,8 @@ _KNOBS = (
          "decoder serving: tokens per step, prompts prefilled in chunks beside the decodes (0: "
          "off; unset: the stack's default)", low=0, high=MAX_INPUT),
     Knob("requests_file", "llm", "requests_file", str, SERVE,
-         "decoder serving: CSV trace of arrival_s,prompt_tokens,output_tokens rows"),
+         "decoder serving: CSV trace of arrival_s,prompt_tokens,output_tokens rows (or "
+         "Vidur's arrived_at,num_prefill_tokens,num_decode_tokens)"),
     # Federated learning (accelsim.sim.federated): clients train locally, a server averages.
     Knob("population", "federated", "clients", int, FEDERATED,
          "federated: clients in all (each the --hw device; default 10)", low=1, high=1 << 16),

@@ -53,7 +53,7 @@ def read_graph(path: Path, **knobs: int) -> Graph:
     if len(rows) < 2:
         raise DataFileError(src, "not a SCALE-Sim topology: a header and at least one layer "
                             "row are needed")
-    gemm = len(rows[0]) > 1 and rows[0][1].strip().upper() == "M"
+    gemm = _is_gemm_header(rows[0])
     columns = GEMM_COLUMNS if gemm else CONV_COLUMNS
     g = GraphBuilder(path.stem, source_format="scalesim-topology")
     outputs: list[str] = []
@@ -77,6 +77,17 @@ def read_graph(path: Path, **knobs: int) -> Graph:
         except ShapeError as err:
             raise ConfigError(src, f"row {number} ({name})", ",".join(row), str(err)) from None
     return g.build(outputs=tuple(outputs))
+
+
+def topology_form(path: Path) -> str:
+    """"gemm" for a topology in GEMM form (header "Layer, M, N, K,"), else "conv" (SCALE-Sim's
+    -i conv|gemm)."""
+    rows = [r for r in (_fields(line) for line in read_text_file(path).splitlines()) if r]
+    return "gemm" if rows and _is_gemm_header(rows[0]) else "conv"
+
+
+def _is_gemm_header(header: list[str]) -> bool:
+    return len(header) > 1 and header[1].strip().upper() == "M"
 
 
 def _fields(line: str) -> list[str]:

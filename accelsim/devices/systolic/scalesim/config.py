@@ -58,6 +58,16 @@ _FILE = "defined: SCALE-Sim .cfg"
 MAX_SRAM_KIB = 1 << 20
 
 
+def run_name(path: Path) -> str:
+    """The .cfg's `[general]` run_name: SCALE-Sim writes a run's reports into OUTDIR/run_name/."""
+    cfg = _parse(path)
+    name = cfg.get("general", "run_name", fallback="").strip()
+    if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
+        raise ConfigError(str(path), "general.run_name", name, "must be a folder name (SCALE-Sim "
+                          "writes the reports into OUTDIR/run_name/)")
+    return name
+
+
 def read_profile(path: Path) -> DeviceProfile:
     """The device a SCALE-Sim .cfg describes; a bad file raises ConfigError (one line naming
     the file, the field and the value)."""

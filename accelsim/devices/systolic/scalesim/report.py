@@ -79,7 +79,8 @@ def layer_report(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
     if not math.isfinite(srams.ifmap_words_per_cycle + srams.filter_words_per_cycle
                          + srams.ofmap_words_per_cycle):
         raise AccelsimError(f"{profile.name}: SCALE-Sim reports need DRAM ports of a given "
-                            "bandwidth (InterfaceBandwidth USER), not CALC")
+                            "bandwidth (InterfaceBandwidth USER), not CALC (SCALE-Sim sizes "
+                            "each CALC prefetch to the demand as it runs; not reproduced)")
     f = gemm_memory(m, n, k, rows, cols, dataflow, srams, tuple(im2col))
     sr, sc, t = array_mapping(m, n, k, dataflow)
     fr, fc = (int(x) for x in fold_counts(m, n, k, rows, cols, dataflow))
