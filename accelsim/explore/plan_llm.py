@@ -74,6 +74,8 @@ def make_serving_plan(workload: str, hardware: Sequence[str], software: Sequence
     if objective not in SERVING_OBJECTIVES:
         raise AccelsimError(f"objective {objective!r} for a serving plan: choose one of "
                             f"{', '.join(SERVING_OBJECTIVES)}")
+    if not (rate_per_s > 0 and math.isfinite(rate_per_s)):
+        raise AccelsimError(f"rate {rate_per_s!r}: the offered load in requests/s, above 0")
     if slo_ttft_ms is None and slo_tpot_ms is None:
         raise AccelsimError("a serving plan needs a target: --ttft-ms and/or --tpot-ms "
                             "(a replica's capacity is the rate that meets them)")

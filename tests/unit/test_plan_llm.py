@@ -128,6 +128,10 @@ def test_bad_input(capsys):
     with pytest.raises(AccelsimError, match="needs a target"):
         make_serving_plan("llama-3.1-8b", ["dgx-h100"], ["vllm"], ["fp16"], [1], [1], [8],
                           1.0, 128, 16, None, None, "cost")
+    for rate in (0.0, float("nan"), float("inf")):
+        with pytest.raises(AccelsimError, match="offered load"):
+            make_serving_plan("llama-3.1-8b", ["dgx-h100"], ["vllm"], ["fp16"], [1], [1], [8],
+                              rate, 128, 16, 500, None, "cost")
     with pytest.raises(AccelsimError, match="objective"):
         make_serving_plan("llama-3.1-8b", ["dgx-h100"], ["vllm"], ["fp16"], [1], [1], [8],
                           1.0, 128, 16, 500, None, "samples-per-dollar")
