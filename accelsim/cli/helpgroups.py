@@ -32,6 +32,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "Training: steps and gradient exchange": (
         "steps", "epochs", "accumulate", "allreduce", "overlap_allreduce", "bucket_mb",
         "jobs", "coordinated"),
+    "Training: a cluster node by node": ("every_node", "fabric", "placement", "slow_node",
+                                         "link_failures"),
     "MLPerf Storage and DLIO": ("emulated", "max_accelerators", "dlio_summary"),
     "Serving": ("rate", "concurrency", "think_time_ms", "max_batch", "max_wait_ms",
                 "requests"),

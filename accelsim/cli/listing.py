@@ -60,6 +60,7 @@ def list_cmd(as_json: bool) -> None:
     """Built-in device profiles, systems, software stacks, storage systems, scenarios, zoo
     models and decoder configs."""
     from accelsim.profiles.devices import list_profiles
+    from accelsim.profiles.fabrics import available_fabrics
     from accelsim.profiles.software import builtin_stacks
     from accelsim.profiles.storage_systems import available_storage_systems, load_storage_system
     from accelsim.profiles.systems import available_systems, load_system
@@ -77,7 +78,7 @@ def list_cmd(as_json: bool) -> None:
                    "storage_systems": storage,
                    "workloads": scenario_names() + model_names(),
                    "scenarios": scenario_names(), "models": model_names(),
-                   "decoders": decoders})
+                   "decoders": decoders, "fabrics": available_fabrics()})
         return
     import pandas as pd  # the tables: only for the text output
 
@@ -94,4 +95,5 @@ def list_cmd(as_json: bool) -> None:
     click.echo("\n" + "\n".join(wrap_lines([
         f"scenarios: {', '.join(scenario_names())}", f"models: {', '.join(model_names())}",
         "decoders (workloads/llm/*.json, token-level; or any config.json path): "
-        + ", ".join(decoders)])))
+        + ", ".join(decoders),
+        f"fabrics (every-node cluster runs, --fabric): {', '.join(available_fabrics())}"])))

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from accelsim.results.cluster_text import cluster_lines
 from accelsim.results.headline import Headline, PowerSplit
 from accelsim.results.serving_text import has_slo, overload_text, slo_text
 from accelsim.results.textfit import WIDTH, text_table, wrap_lines
@@ -223,7 +224,7 @@ def _train_lines(r: dict[str, Any]) -> list[str]:
         _allreduce_line(r),
         "  energy parts " + ", ".join(f"{k} {_joules(v)}"
                                       for k, v in r["energy_breakdown_j"].items()),
-    ] + _jobs_lines(r)
+    ] + _jobs_lines(r) + cluster_lines(r)
 
 
 INPUT_STALLS = ("fetch", "prep", "transfer")

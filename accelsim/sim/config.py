@@ -46,6 +46,7 @@ from accelsim.profiles.stack_choice import (
 )
 from accelsim.profiles.storage import StorageMedium, load_storage
 from accelsim.profiles.systems import GDS_STORAGE_KINDS, System
+from accelsim.sim.cluster.spec import ClusterSpec, cluster_spec
 from accelsim.sim.decode import DecodePlan, decode_plan
 from accelsim.sim.straggler import SPREAD_RANGE, class_spread, is_spread
 from accelsim.workload.scenario import Scenario
@@ -82,6 +83,12 @@ class TrainConfig:
     device_spread: float | None = None
     jobs: int = 1  # training jobs of this one sharing the node, its storage and dataset
     coordinated: bool = False  # the jobs share one read and one decode of each sample
+    # every node simulated (`accelsim.sim.cluster`); any of the four after it implies it
+    every_node: bool = False
+    fabric: str | None = None  # hw_profiles/fabrics/ name or .toml (None: non-blocking)
+    placement: str = "packed"  # ranks in topology order, or scattered at random
+    slow_node: float = 1.0  # one node's devices this many times slower
+    link_failures: int = 0  # nodes that each lost one NIC link
     steps: int | None = None
     epochs: int | None = None
     seed: int = 0
@@ -121,6 +128,7 @@ class TrainPlan:
     device_spread: float = 0.0  # relative std of step time between devices
     jobs: int = 1  # jobs like this one on the node (`devices` each), one simulated
     coordinated: bool = False  # one read and one decode of each sample serve every job
+    cluster: ClusterSpec | None = None  # every node simulated (None: one, the others alike)
 
     @property
     def share(self) -> float:
@@ -303,7 +311,7 @@ def resolve_config(cfg: TrainConfig) -> TrainPlan:
         max_events=_whole("max_events", cfg.max_events, 1),
         nodes=nodes, decode=_decode(cfg.decode, gpudirect, dataset, profile),
         device_spread=float(spread) + 0.0,  # + 0.0: -0.0 reads as 0
-        jobs=jobs, coordinated=coordinated)
+        jobs=jobs, coordinated=coordinated, cluster=cluster_spec(cfg, nodes))
     if not plan.decode.on_device and plan.prep_cores < 1:
         raise _bad("devices", devices, f"host has {sysm.host.cores} cores and the framework "
                    f"takes {plan.framework_cores // devices} per accelerator: none left to "

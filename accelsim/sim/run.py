@@ -18,9 +18,10 @@ like it, but the simulated node holds the slowest device of all nodes (`straggle
 throughput, devices and energy count every node, utilization and stalls are the simulated
 node's.
 
-Schema: every run has the same keys. `utilization` is the busy share of the whole run of each
-role (`metrics.ROLES`, 0 when idle); `accelerator_utilization` is MLPerf Storage's AU (compute
-share of the steps after the first), a different figure. Without an all-reduce (one device)
+Schema: every run has the same keys (an every-node run adds `cluster`). `utilization` is the
+busy share of the whole run of each role (`metrics.ROLES`, 0 when idle);
+`accelerator_utilization` is MLPerf Storage's AU (compute share of the steps after the first),
+a different figure. Without an all-reduce (one device)
 the communication fields are null or 0 (`allreduce_algorithm` null). `energy_breakdown_j` has
 the same parts in every run (`accelsim.sim.part_energy` for storage, NICs, switches and device
 decode); a part whose figure is unknown is null, never 0, and every unknown is named in
@@ -101,10 +102,12 @@ class TrainResult:
     coordinated: bool = False  # the jobs share one read and one decode of each sample
     notes: list[str] = field(default_factory=list)
     records: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    cluster: dict[str, Any] | None = None  # every node simulated (`accelsim.sim.cluster`)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field but `records`, JSON-ready."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "records"}
+        """Every field but `records` (and `cluster` where one node was simulated), JSON-ready."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "records" and not (f.name == "cluster" and self.cluster is None)}
 
     def keys(self) -> list[str]:
         return list(self.to_dict())
@@ -269,6 +272,10 @@ def simulate_training(config: TrainConfig) -> TrainResult:
     model = TrainModel(plan, reads, costs)
     df = model.run().frame()
     res = _result(plan, df, costs, d2d, notes, model.contention_s)
+    if plan.cluster is not None:
+        from accelsim.sim.cluster.run import with_cluster
+
+        res = with_cluster(plan, costs, res)
     tdp_w, static_w = power_bounds_w(plan.device_profile)  # (inf, 0): nothing to bound
     check_training(res, int(reads.batch_samples().sum()) * plan.nodes, tdp_w, static_w,
                    full.host_energy_j > 0, {
