@@ -40,7 +40,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("accelsim.cli.plan", "The best inference configurations of a WORKLOAD (devices, "
              "precisions, batches, device counts) for an objective under limits, the front "
              "against cost per hour, and what binds; for a decoder, the cheapest way to serve "
-             "a load under TTFT/TPOT targets."),
+             "a load under TTFT/TPOT targets; for a training scenario, the system, nodes and "
+             "batch to train on by a deadline."),
     "report": ("accelsim.cli.report", "Write an HTML report of WORKLOAD on a system or device "
                "(--hw); print its path."),
     "scalesim": ("accelsim.cli.scalesim", "Run a SCALE-Sim topology on a SCALE-Sim .cfg as "

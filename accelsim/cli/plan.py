@@ -1,6 +1,7 @@
 """`accelsim plan`: the best inference configuration of a WORKLOAD over devices, precisions,
 batches and device counts under constraints, the front against cost, and what binds; for a
-decoder, the cheapest way to serve a load under TTFT/TPOT targets (`cli/plan_llm.py`).
+decoder, the cheapest way to serve a load under TTFT/TPOT targets (`cli/plan_llm.py`); for a
+training scenario, what to train on by a deadline (`cli/plan_train.py`).
 
     accelsim plan resnet50 --hw h100,l4,t4 --maximize samples-per-dollar --p99-ms 20
     accelsim plan llama-3.1-8b --hw dgx-h100,hgx-h200,l4 --software vllm,tensorrt-llm \
@@ -22,10 +23,11 @@ from accelsim.cli.plan_llm import (
     serving_plan,
 )
 from accelsim.cli.plan_text import parse_counts, plan_table
+from accelsim.cli.plan_train import TRAINING_ONLY, training_options, training_plan
 from accelsim.errors import AccelsimError
 
 _MAXIMIZE = ("throughput", "samples-per-dollar", "samples-per-joule", "tokens-per-dollar")
-_MINIMIZE = ("cost", "energy", "latency")
+_MINIMIZE = ("cost", "energy", "latency", "time-to-train")
 _COLUMNS = (("hardware", "hardware", None), ("precision", "precision", None),
             ("batch", "batch", None), ("devices", "devices", None),
             ("samples/s", "throughput_samples_per_s", 1.0), ("latency ms", "latency_s", 1e3),
@@ -45,7 +47,8 @@ _COLUMNS = (("hardware", "hardware", None), ("precision", "precision", None),
               help="Device counts (independent replicas) to search.")
 @click.option("--maximize", type=click.Choice(_MAXIMIZE), help="The objective to maximise.")
 @click.option("--minimize", type=click.Choice(_MINIMIZE),
-              help="The objective to minimise (cost: $ per 1,000 samples).")
+              help="The objective to minimise (cost: $ per 1,000 samples; of a training "
+              "scenario: the run's $).")
 @click.option("--p99-ms", type=float, help="Latency limit of one batch, ms.")
 @click.option("--max-cost-per-hour", type=float, help="Rent limit, $ an hour.")
 @click.option("--max-power-kw", type=float, help="Power limit of the devices, kW.")
@@ -56,6 +59,7 @@ _COLUMNS = (("hardware", "hardware", None), ("precision", "precision", None),
               "(.png, .svg or .pdf).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @serving_options
+@training_options
 @click.pass_context
 def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision: str,
          devices: str, maximize: str | None, minimize: str | None, p99_ms: float | None,
@@ -63,16 +67,32 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
          plot: str | None, as_json: bool, **serving: Any) -> None:
     """The best inference configurations of a WORKLOAD (devices, precisions, batches, device
     counts) for an objective under limits, the front against cost per hour, and what binds;
-    for a decoder, the cheapest way to serve a load under TTFT/TPOT targets."""
+    for a decoder, the cheapest way to serve a load under TTFT/TPOT targets; for a training
+    scenario, the system, nodes and batch to train on by a deadline."""
     from accelsim.explore.plan import make_plan
+    from accelsim.workload.scenario import resolve_workload
 
     if (maximize is None) == (minimize is None):
         raise AccelsimError("give one objective: --maximize or --minimize")
+    training = {k: serving.pop(k) for k in TRAINING_ONLY}
     if is_decoder_workload(workload):
+        refuse_given(ctx, TRAINING_ONLY, "a training scenario's plan")
         serving_plan(ctx, workload, hardware, precision, maximize or minimize,
                      max_cost_per_hour, top, as_json, serving)
         return
     refuse_given(ctx, SERVING_ONLY, "a decoder's serving plan")
+    if resolve_workload(workload).mode == "train":
+        refuse_given(ctx, ("p99_ms", "plot"), "an inference plan")
+        training_plan(ctx, workload, hardware, maximize or minimize,
+                      {"deadline_h": training.pop("deadline_h"),
+                       "max_cost_per_hour": max_cost_per_hour, "max_power_kw": max_power_kw},
+                      top, as_json, {**training, "batch": batch, "precision": precision,
+                                     "devices": devices})
+        return
+    refuse_given(ctx, TRAINING_ONLY, "a training scenario's plan")
+    if minimize == "time-to-train":
+        raise AccelsimError(f"--minimize time-to-train plans a training scenario (such as "
+                            f"resnet50-train); {workload} is an inference workload")
     if (maximize or minimize) == "tokens-per-dollar":
         raise AccelsimError("--maximize tokens-per-dollar plans a decoder's serving; for "
                             f"{workload} use samples-per-dollar")

@@ -1,0 +1,113 @@
+"""`accelsim plan TRAINING-SCENARIO`: the best system, node count, devices per node, batch and
+precision to train on, for an objective (time to train, the run's cost or energy, throughput,
+samples per dollar or per joule) under a deadline, rent, power and AU limits
+(`accelsim.explore.plan_train`).
+
+    accelsim plan resnet50-train --hw dgx-h100,hgx-h200 --nodes 1,2,...,64 --epochs 90 \\
+        --deadline-h 2 --minimize cost
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from accelsim.cli.common import echo_json
+from accelsim.cli.plan_text import Columns, parse_counts, plan_table
+from accelsim.errors import AccelsimError
+
+TRAINING_ONLY = ("nodes", "epochs", "steps", "deadline_h", "min_au")
+_COLUMNS: Columns = (
+    ("hardware", "hardware", None), ("format", "precision", None), ("batch", "batch", None),
+    ("nodes", "nodes", None), ("GPUs", "gpus", None), ("samples/s", "throughput_samples_per_s",
+                                                       1.0),
+    ("hours", "time_to_train_s", 1 / 3600), ("$/h", "usd_per_hour", 1.0),
+    ("$ run", "usd_per_run", 1.0), ("kW", "power_w", 1e-3), ("AU", "au", 1.0),
+    ("binds", "binds", None))
+
+
+def training_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The training plan's options, on `accelsim plan`."""
+    options = [
+        click.option("--nodes", default="1", show_default=True,
+                     help="Training: node counts to search (a list, or a doubling range)."),
+        click.option("--epochs", type=click.IntRange(1, 10_000), default=1,
+                     show_default=True, help="Training: epochs of the dataset the run trains."),
+        click.option("--steps", type=click.IntRange(2, 10_000), default=30,
+                     show_default=True, help="Training: steps simulated per configuration."),
+        click.option("--deadline-h", type=float, help="Training: the run must finish within "
+                     "this many hours."),
+        click.option("--min-au", type=float, help="Training: the least accelerator "
+                     "utilization (MLPerf Storage's AU, 0 to 1)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def training_plan(ctx: click.Context, workload: str, hardware: str, objective: str,
+                  limits: dict[str, float | None], top: int, as_json: bool,
+                  opts: dict[str, Any]) -> None:
+    """Run and print the training plan of training scenario `workload`."""
+    from accelsim.explore.plan_train import TRAIN_OBJECTIVES, TrainLimits, make_train_plan
+    from accelsim.workload.scenario import resolve_workload
+
+    if objective not in TRAIN_OBJECTIVES:
+        raise AccelsimError(f"objective {objective!r} for a training plan: --minimize "
+                            "time-to-train, cost or energy, or --maximize throughput, "
+                            "samples-per-dollar or samples-per-joule")
+    for name in ("deadline_h", "max_cost_per_hour", "max_power_kw"):
+        value = limits.get(name)
+        if value is not None and not value > 0:
+            raise AccelsimError(f"--{name.replace('_', '-')} {value}: must be above 0")
+    if opts["min_au"] is not None and not 0 < opts["min_au"] <= 1:
+        raise AccelsimError(f"--min-au {opts['min_au']}: a share from 0 to 1")
+    sc = resolve_workload(workload)
+    given = {n: ctx.get_parameter_source(n).name == "COMMANDLINE"
+             for n in ("batch", "precision", "devices")}
+    batches = parse_counts(opts["batch"], "batch") if given["batch"] else [sc.batch_size]
+    precisions = (_names(opts["precision"]) if given["precision"] else [sc.precision])
+    devices = parse_counts(opts["devices"], "devices") if given["devices"] else None
+    deadline = limits.get("deadline_h")
+    power = limits.get("max_power_kw")
+    p = make_train_plan(
+        workload, _names(hardware), batches, precisions, devices,
+        parse_counts(opts["nodes"], "nodes"), objective, opts["epochs"],
+        TrainLimits(None if deadline is None else deadline * 3600.0,
+                    limits.get("max_cost_per_hour"), None if power is None else power * 1e3,
+                    opts["min_au"]), opts["steps"], top)
+    counts = {"configurations": len(p.rows), "simulated": p.simulated, "pruned": p.pruned}
+    if as_json:
+        echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
+                   "rows": p.rows, "notes": p.notes})
+        return
+    lines = [f"plan {workload}: train {opts['epochs']} epoch(s); {p.objective} over "
+             f"{len(p.rows):,} configurations, {p.simulated} simulated "
+             f"({p.simulated / len(p.rows):.0%}) for {opts['steps']} steps each"]
+    best = p.best
+    if not best:
+        lines.append("  no configuration meets the limits")
+    else:
+        lines += ["", f"Best {min(top, len(best))} (hours: the whole run at the simulated "
+                  "throughput; $ run: its rent):", plan_table(best[:top], _COLUMNS)]
+    if p.front and p.objective not in ("cost",):
+        lines += ["", "Front (no other is better at no more $/h):",
+                  plan_table(p.front, _COLUMNS)]
+    lines += ["", "Not chosen:"] + ([f"  {n:,} {why}" for why, n in sorted(
+        p.pruned.items(), key=lambda kv: (-kv[1], kv[0]))] or ["  none pruned"])
+    violated: dict[str, int] = {}
+    for r in p.rows:
+        if r["violates"]:
+            violated[r["violates"]] = violated.get(r["violates"], 0) + 1
+    lines += [f"  {n:,} simulated break the {what} limit" for what, n in sorted(violated.items())]
+    lines += [f"  note: {n}" for n in p.notes]
+    click.echo("\n".join(lines))
+
+
+def _names(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise AccelsimError(f"{text!r}: give at least one name")
+    return names
