@@ -82,12 +82,12 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
         return
     refuse_given(ctx, SERVING_ONLY, "a decoder's serving plan")
     if resolve_workload(workload).mode == "train":
-        refuse_given(ctx, ("p99_ms", "plot"), "an inference plan")
+        refuse_given(ctx, ("p99_ms",), "an inference plan")
         training_plan(ctx, workload, hardware, maximize or minimize,
                       {"deadline_h": training.pop("deadline_h"),
                        "max_cost_per_hour": max_cost_per_hour, "max_power_kw": max_power_kw},
                       top, as_json, {**training, "batch": batch, "precision": precision,
-                                     "devices": devices})
+                                     "devices": devices, "plot": plot})
         return
     refuse_given(ctx, TRAINING_ONLY, "a training scenario's plan")
     if minimize == "time-to-train":

@@ -79,6 +79,11 @@ def training_plan(ctx: click.Context, workload: str, hardware: str, objective: s
                     limits.get("max_cost_per_hour"), None if power is None else power * 1e3,
                     opts["min_au"]), opts["steps"], top)
     counts = {"configurations": len(p.rows), "simulated": p.simulated, "pruned": p.pruned}
+    if opts["plot"]:
+        from accelsim.plots.plan_train import train_plan_figure
+        from accelsim.plots.style import save_figure
+
+        save_figure(train_plan_figure(p, deadline), opts["plot"])
     if as_json:
         echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
                    "rows": p.rows, "notes": p.notes})

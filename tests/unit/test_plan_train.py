@@ -130,3 +130,21 @@ def test_a_real_plan_reads_its_records(capsys) -> None:
     assert best["nodes"] == 2 and best["devices"] == 8  # twice the GPUs: sooner
     assert best["throughput_samples_per_s"] <= best["bound_throughput"]
     assert data["simulated"] == 2
+
+
+def test_the_figure_draws_every_feasible_row_and_a_non_dominated_front(tmp_path) -> None:
+    from accelsim.plots.plan_train import train_front, train_plan_figure
+    from accelsim.plots.style import save_figure
+
+    p, _ = _plan("cost", top=40)
+    rows = p.feasible
+    front = train_front(rows, "usd_per_run")
+    for r in rows:  # no row is both sooner and cheaper than a front row
+        for f in front:
+            assert not (r["time_to_train_s"] < f["time_to_train_s"]
+                        and r["usd_per_run"] < f["usd_per_run"])
+    fig = train_plan_figure(p, deadline_h=3.0)
+    points = sum(len(c.get_offsets()) for c in fig.axes[0].collections)
+    assert points == len(rows) + 1  # every feasible row, and the chosen one ringed
+    out = save_figure(fig, tmp_path / "plan.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
