@@ -107,8 +107,9 @@ def scaling_case(row: pd.Series) -> ScalingCase | None:
                        int(m.group(1)))
 
 
-def throughput(case: ScalingCase) -> float:
-    """Samples/s of the pipeline for `case` (steady state, accumulation as listed)."""
+def throughput(case: ScalingCase, every_node: bool = False) -> float:
+    """Samples/s of the pipeline for `case` (steady state, accumulation as listed);
+    `every_node`: a multi-node case with every node simulated (`accelsim.sim.cluster`)."""
     knobs = {} if case.seq_len is None else {"input": {"seq_len": case.seq_len}}
     optimizer = "momentum" if case.scenario.startswith("resnet") else "adam"
     sc = resolve_workload(case.scenario).with_overrides(
@@ -119,6 +120,8 @@ def throughput(case: ScalingCase) -> float:
     if not case.host_prep:
         data = replace(data, prep_s_per_sample_per_core=0.0)
     extra: dict[str, float] = {"nodes": case.nodes} if case.nodes > 1 else {}
+    if every_node and case.nodes > 1:
+        extra["every_node"] = True
     if case.spread is not None:
         extra["device_spread"] = case.spread
     steps = STEPS
