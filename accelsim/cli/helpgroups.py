@@ -46,7 +46,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                            "network", "uplink_mbps", "downlink_mbps", "rtt_ms", "deadline_s",
                            "client_spread", "server", "update_precision"),
     "Cost and energy": ("usd_per_device_hour", "usd_per_kwh", "pue"),
-    "Sweep": ("workers", "scheduler", "resume_path", "quiet", "fallback"),
+    "Sweep": ("workers", "scheduler", "point_timeout_s", "resume_path", "quiet", "fallback"),
     "Simulation and output": ("seed", "max_events", "execute", "prune_2_4", "layers", "trace",
                               "csv_path", "plot_path", "as_json", "help"),
 }

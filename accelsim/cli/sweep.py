@@ -70,6 +70,10 @@ def _knob_flags(fn: Any) -> Any:
               help="Run points in this many processes.")
 @click.option("--scheduler", metavar="ADDRESS",
               help="Run points on a Dask cluster, e.g. tcp://host:8786.")
+@click.option("--point-timeout", "point_timeout_s", type=click.FloatRange(0, min_open=True),
+              metavar="SECONDS", default=None,
+              help="With --scheduler: the seconds a point is given (default 300) before its "
+                   "chunk is cancelled and run once more; late again, its points fail.")
 @click.option("--resume", "resume_path", type=click.Path(dir_okay=False),
               help="SQLite file storing each finished point; a rerun skips them.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -78,7 +82,8 @@ def _knob_flags(fn: Any) -> Any:
                    "one, as compare does, and its notes say so (--no-fallback: it fails).")
 def sweep(workload: str, hardware: str, settings: tuple[str, ...], csv_path: str | None,
           plot_path: str | None, as_json: bool, workers: int, scheduler: str | None,
-          resume_path: str | None, quiet: bool, fallback: bool, **flags: str | None) -> None:
+          point_timeout_s: float | None, resume_path: str | None, quiet: bool, fallback: bool,
+          **flags: str | None) -> None:
     """Simulate WORKLOAD at every point of the grid of the knobs given.
 
     Every knob flag takes one value or a comma list, and every list is an axis: --hw
@@ -92,7 +97,7 @@ def sweep(workload: str, hardware: str, settings: tuple[str, ...], csv_path: str
     knobs = _axes(flags, settings, model)
     df = run_sweep(workload, hardware, workers=workers, scheduler=scheduler,
                    resume=resume_path, progress=False if quiet else None, fallback=fallback,
-                   **knobs)
+                   point_timeout_s=point_timeout_s, **knobs)
     failed = int(df["error"].notna().sum())
     damaged = df.attrs.get("points_damaged") or {}
     if damaged:
@@ -117,6 +122,11 @@ def sweep(workload: str, hardware: str, settings: tuple[str, ...], csv_path: str
     if failed:
         click.echo(f"accelsim: {failed} of {len(df)} points failed (see the error column)",
                    err=True)
+    unfinished = df.attrs.get("points_unfinished", 0)
+    if unfinished:
+        click.echo(f"accelsim: {unfinished} of them did not finish on the Dask cluster (timed "
+                   "out, or its workers were lost); they are not stored: rerun with the same "
+                   "--resume to run only them", err=True)
     fell_back = int(df["notes"].str.contains(r"^ran \S+: \S+ cannot run ", na=False).sum())
     if fell_back:
         click.echo(f"accelsim: {fell_back} of {len(df)} points ran the closest precision the "

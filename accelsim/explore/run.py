@@ -17,7 +17,10 @@ that fails has its message in `error` and None figures; the sweep runs the rest.
 start once per sweep, so a point costs a function call, not a process start. Each finished
 point is stored in the resume store (if any) as soon as it comes back: from a local worker
 point by point; from a Dask cluster in chunks (a task costs the scheduler about a millisecond),
-so a killed sweep there can lose the chunks in flight.
+so a killed sweep there can lose the chunks in flight. On a Dask cluster (accelsim/explore
+/dask_run.py) a chunk that hangs is cancelled and run once more, then its points fail, and a
+cluster left with no worker fails the points not finished; the sweep returns every other row,
+and those failed rows are not stored, so a resumed sweep runs them again.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ import dataclasses
 import multiprocessing
 import os
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -40,19 +42,12 @@ from accelsim.devices.precision import fallback_note, fallback_precision
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.explore.grid import Grid, Point, make_grid
 from accelsim.explore.store import ResumeStore
-from accelsim.numbers import is_int_text, shown
 from accelsim.results.summary import ROW_COLUMNS, error_row, flat_row
 from accelsim.run import SimulationConfig, run_simulation
 from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import Scenario
 
 MAX_WORKERS = 64  # NB: processes on one machine; a larger pool belongs on a Dask cluster
-CHUNKS_PER_SLOT = 8  # Dask: chunks per worker thread, enough to balance uneven points
-MAX_CHUNK = 16  # Dask: points per chunk at most
-DASK_WAIT_S = 60.0  # how long to wait for a Dask cluster to have a worker
-DASK_LOST_S = 60.0  # how long a sweep waits with no worker left before it fails
-DASK_POLL_S = 1.0  # how often a waiting sweep asks the scheduler for its workers
-DASK_IDLE_S = 0.02  # NB: the wait between looks for a finished chunk (a point takes longer)
 Chunk = list[tuple[int, dict[str, Any]]]  # (point index, row)
 NO_FALLBACK_KEY = "|no-fallback"  # appended to a point's store key under fallback=False
 
@@ -60,21 +55,31 @@ NO_FALLBACK_KEY = "|no-fallback"  # appended to a point's store key under fallba
 def sweep(workload: str | Scenario, hw: str | Sequence[str], *, workers: int = 1,
           scheduler: Any = None, resume: str | os.PathLike[str] | None = None,
           progress: bool | None = None, fallback: bool = True,
-          **knobs: Any) -> pd.DataFrame:
+          point_timeout_s: float | None = None, **knobs: Any) -> pd.DataFrame:
     """The grid of `hw` and `knobs` (a list is an axis, a scalar is fixed), one row per point.
 
     `workers` > 1 runs points in that many processes; `scheduler` (a Dask address such as
     "tcp://host:8786", or a `distributed.Client`) runs them on that cluster; `resume` (a SQLite
     path) stores each finished point and skips the ones already there; `progress` shows a bar
     on stderr (None: only when stderr is a terminal); `fallback` runs a point on a device that
-    lacks the precision asked for at the closest one (False: the point fails). The frame's
-    `attrs` say which knobs were swept (`swept`) and how many points were run and how many
-    read from the store."""
+    lacks the precision asked for at the closest one (False: the point fails);
+    `point_timeout_s` (Dask only; default `dask_run.DASK_POINT_TIMEOUT_S`) the seconds a
+    point is given before its chunk is cancelled and run once more, then failed. The frame's
+    `attrs` say which knobs were swept (`swept`), how many points were run and how many read
+    from the store, and how many did not finish on the cluster (`points_unfinished`: failed
+    rows that are not stored)."""
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
         raise AccelsimError(f"workers {workers!r}: a number of processes, 1 to {MAX_WORKERS}")
     if scheduler is not None and workers > 1:
         raise AccelsimError("workers and scheduler: choose one (a Dask cluster has its own "
                             "workers)")
+    if point_timeout_s is not None:
+        from accelsim.explore.dask_run import check_timeout
+
+        if scheduler is None:
+            raise AccelsimError("a point timeout applies to a Dask cluster (scheduler); "
+                                "local points and workers run to the end")
+        point_timeout_s = check_timeout(point_timeout_s)
     grid = make_grid(workload, hw, knobs)
     points = grid.points()
     if not fallback:  # the stored rows of the two rules differ: not one key
@@ -84,13 +89,14 @@ def sweep(workload: str | Scenario, hw: str | Sequence[str], *, workers: int = 1
         done = store.finished([p.key for p in points]) if store else {}
         rows: list[dict[str, Any] | None] = [done.get(p.key) for p in points]
         todo = [p for p in points if p.key not in done]
-        _run_into(rows, grid, todo, workers, scheduler, store, progress, fallback)
+        unfinished = _run_into(rows, grid, todo, workers, scheduler, store, progress,
+                               fallback, point_timeout_s)
     finally:
         if store is not None:
             store.close()
     frame = pd.DataFrame(rows, columns=columns(grid))
     frame.attrs.update(swept=grid.swept, points_run=len(todo),
-                       points_resumed=len(points) - len(todo),
+                       points_resumed=len(points) - len(todo), points_unfinished=unfinished,
                        points_damaged=dict(store.damaged) if store is not None else {})
     return frame
 
@@ -103,16 +109,21 @@ def columns(grid: Grid) -> list[str]:
 
 def _run_into(rows: list[dict[str, Any] | None], grid: Grid, todo: list[Point], workers: int,
               scheduler: Any, store: ResumeStore | None, progress: bool | None,
-              fallback: bool) -> None:
-    """Run `todo`, putting each row in `rows` at its point's index and in the store."""
+              fallback: bool, point_timeout_s: float | None) -> int:
+    """Run `todo`, putting each row in `rows` at its point's index and in the store (but
+    the failed rows of points that did not finish on a cluster); how many those are."""
     if not todo:
-        return
+        return 0
     model = grid.scenario.model
     keys = {p.index: p.key for p in todo}
     show = sys.stderr.isatty() if progress is None else progress
     with contextlib.ExitStack() as cleanup:
+        unfinished = 0
         if scheduler is not None:
-            chunks = _on_dask(cleanup, scheduler, grid.workload, model, todo, fallback)
+            from accelsim.explore import dask_run
+
+            chunks = dask_run.on_dask(cleanup, scheduler, grid.workload, model, todo, fallback,
+                                      point_timeout_s or dask_run.DASK_POINT_TIMEOUT_S)
         elif workers > 1:
             chunks = _in_processes(cleanup, workers, grid.workload, model, todo, fallback)
         else:
@@ -121,11 +132,14 @@ def _run_into(rows: list[dict[str, Any] | None], grid: Grid, todo: list[Point], 
             total=len(rows), initial=len(rows) - len(todo), unit="point", desc="sweep",
             disable=not show, file=sys.stderr, dynamic_ncols=True))
         for chunk in chunks:
+            kept = type(chunk) is list  # NB: an Unfinished chunk (dask_run) is not stored
+            unfinished += 0 if kept else len(chunk)
             for index, row in chunk:
                 rows[index] = row
-                if store is not None:
+                if store is not None and kept:
                     store.put(keys[index], row)
             bar.update(len(chunk))
+    return unfinished
 
 
 class _Bar(tqdm):
@@ -149,9 +163,19 @@ def point_row(workload: str | Scenario, model: str, point: Point,
         cfg = make_config(workload, point.hardware, **point.knobs)
         result = _result_row(cfg, fallback)
     except AccelsimError as err:
-        result = _failed(str(err), model, point)
+        return failed_row(str(err), model, point)
     except Exception as err:  # noqa: BLE001 - a bug at one point must not end the sweep
-        result = _failed(f"internal error (a bug): {type(err).__name__}: {err}", model, point)
+        return failed_row(f"internal error (a bug): {type(err).__name__}: {err}", model, point)
+    return _row(point, result)
+
+
+def failed_row(message: str, model: str, point: Point) -> dict[str, Any]:
+    """The row of a point that failed with `message`: its knobs, None figures."""
+    return _row(point, error_row(message, workload=model, batch_size=point.knobs.get("batch"),
+                                 **point.knobs))
+
+
+def _row(point: Point, result: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"hardware": point.hardware, **point.knobs}
     row.update({k: _plain(v) for k, v in result.items() if k not in row})
     return row
@@ -176,19 +200,9 @@ def _result_row(cfg: SimulationConfig, fallback: bool) -> dict[str, Any]:
         return row
 
 
-def _failed(message: str, model: str, point: Point) -> dict[str, Any]:
-    return error_row(message, workload=model, batch_size=point.knobs.get("batch"),
-                     **point.knobs)
-
-
 def _plain(value: Any) -> Any:
     """Numpy scalars as Python ones: a row reads back from the store exactly as it was."""
     return value.item() if hasattr(value, "item") and not isinstance(value, str) else value
-
-
-def _chunked(todo: list[Point], slots: int) -> list[list[Point]]:
-    size = max(1, min(MAX_CHUNK, len(todo) // (slots * CHUNKS_PER_SLOT)))
-    return [todo[i:i + size] for i in range(0, len(todo), size)]
 
 
 def _in_processes(cleanup: contextlib.ExitStack, workers: int, workload: str | Scenario,
@@ -216,89 +230,6 @@ def _results(finished: Iterator[Any]) -> Iterator[Chunk]:
     except BrokenProcessPool:
         raise AccelsimError("a sweep worker process died (out of memory?); the points finished "
                             "before it are kept in the resume store, if any") from None
-    except Exception as err:  # noqa: BLE001 - a worker's failure (Dask: lost, not installed)
+    except Exception as err:  # noqa: BLE001 - a worker's failure
         raise AccelsimError(f"a sweep worker failed: {type(err).__name__}: {err}; the points "
                             "finished before it are kept in the resume store, if any") from None
-
-
-def _on_dask(cleanup: contextlib.ExitStack, scheduler: Any, workload: str | Scenario,
-             model: str, todo: list[Point], fallback: bool) -> Iterator[Chunk]:
-    """Chunks of rows from a Dask cluster (an address or a `distributed.Client`)."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise AccelsimError("--scheduler needs Dask: pip install 'accelsim[distributed]'") \
-            from None
-    client = scheduler
-    if not hasattr(scheduler, "submit"):
-        check_address(scheduler)  # before Client(): a failed one stalls 20 s at exit
-        try:
-            client = Client(scheduler, timeout="10s", set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as err:
-            raise AccelsimError(f"Dask scheduler {scheduler}: {err}") from None
-        cleanup.callback(client.close)
-    try:
-        client.wait_for_workers(1, timeout=DASK_WAIT_S)
-    except TimeoutError:
-        raise AccelsimError(f"Dask scheduler {scheduler}: no worker joined in "
-                            f"{DASK_WAIT_S:.0f} s") from None
-    slots = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
-    futures = [client.submit(run_points, workload, model, chunk, fallback,
-                             pure=False)
-               for chunk in _chunked(todo, max(1, slots))]
-    cleanup.callback(client.cancel, futures)
-    return _results(_dask_finished(client, futures, scheduler))
-
-
-def check_address(scheduler: Any) -> None:
-    """A Dask scheduler address Dask can connect to (tcp://HOST:PORT, tls://, or HOST:PORT);
-    AccelsimError (one line) for anything else."""
-    from distributed.comm.addressing import parse_address, parse_host_port
-    from distributed.comm.registry import backends
-
-    def bad(why: str) -> AccelsimError:
-        return AccelsimError(f"Dask scheduler {shown(scheduler)}: {why}; write an address "
-                             "such as tcp://HOST:8786")
-
-    if not isinstance(scheduler, str) or not scheduler.strip():
-        raise bad("not an address")
-    try:
-        scheme, location = parse_address(scheduler)
-    except ValueError as err:
-        raise bad(str(err)[:100]) from None
-    if scheme not in backends:
-        raise bad(f"unknown protocol '{scheme[:20]}' (Dask has {', '.join(sorted(backends))})")
-    if scheme in ("tcp", "tls"):
-        port_text = location.rpartition(":")[2]
-        try:
-            host, port = parse_host_port(location)
-        except (ValueError, TypeError) as err:
-            raise bad(str(err)[:100]) from None
-        if not host or not is_int_text(port_text) or not 1 <= int(port) <= 65535:
-            raise bad("needs a host and a port from 1 to 65535")
-
-
-def _dask_finished(client: Any, futures: list[Any], scheduler: Any) -> Iterator[Any]:
-    """The futures as they finish. A worker lost mid-sweep: Dask runs its points again on the
-    others (a point whose workers keep dying fails, KilledWorker); with no worker left for
-    DASK_LOST_S, the sweep stops with an error instead of waiting for ever."""
-    from distributed import as_completed as dask_completed
-
-    finished = dask_completed(futures, loop=client.loop)
-    checked_s = workers_seen_s = time.monotonic()
-    while not finished.is_empty():
-        if finished.has_ready():
-            yield from finished.next_batch(block=False)
-            continue
-        time.sleep(DASK_IDLE_S)
-        now = time.monotonic()
-        if now - checked_s < DASK_POLL_S:
-            continue
-        checked_s = now
-        if client.scheduler_info().get("workers"):
-            workers_seen_s = now
-        elif now - workers_seen_s > DASK_LOST_S:
-            raise AccelsimError(f"Dask scheduler {scheduler}: every worker was lost and none "
-                                f"joined in {DASK_LOST_S:.0f} s; {finished.count()} chunks of "
-                                "points did not finish (the finished ones are kept in the "
-                                "resume store, if any)")
