@@ -57,6 +57,9 @@ _COLUMNS = (("hardware", "hardware", None), ("precision", "precision", None),
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Write the figure: the objective against $/h, the front, the chosen point "
               "(.png, .svg or .pdf).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False),
+              help="Write the plan as one HTML page: the answer, the question, the best, the "
+              "front, the figure, why the rest were not chosen.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @serving_options
 @training_options
@@ -64,7 +67,7 @@ _COLUMNS = (("hardware", "hardware", None), ("precision", "precision", None),
 def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision: str,
          devices: str, maximize: str | None, minimize: str | None, p99_ms: float | None,
          max_cost_per_hour: float | None, max_power_kw: float | None, top: int,
-         plot: str | None, as_json: bool, **serving: Any) -> None:
+         plot: str | None, report_path: str | None, as_json: bool, **serving: Any) -> None:
     """The best inference configurations of a WORKLOAD (devices, precisions, batches, device
     counts) for an objective under limits, the front against cost per hour, and what binds;
     for a decoder, the cheapest way to serve a load under TTFT/TPOT targets; for a training
@@ -78,7 +81,7 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
     if is_decoder_workload(workload):
         refuse_given(ctx, TRAINING_ONLY, "a training scenario's plan")
         serving_plan(ctx, workload, hardware, precision, maximize or minimize,
-                     max_cost_per_hour, top, as_json, serving)
+                     max_cost_per_hour, top, as_json, {**serving, "report": report_path})
         return
     refuse_given(ctx, SERVING_ONLY, "a decoder's serving plan")
     if resolve_workload(workload).mode == "train":
@@ -87,7 +90,8 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
                       {"deadline_h": training.pop("deadline_h"),
                        "max_cost_per_hour": max_cost_per_hour, "max_power_kw": max_power_kw},
                       top, as_json, {**training, "batch": batch, "precision": precision,
-                                     "devices": devices, "plot": plot})
+                                     "devices": devices, "plot": plot,
+                                     "report": report_path})
         return
     refuse_given(ctx, TRAINING_ONLY, "a training scenario's plan")
     if minimize == "time-to-train":
@@ -111,6 +115,18 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
         from accelsim.plots.style import save_figure
 
         save_figure(plan_figure(p), plot)
+    wrote = None
+    if report_path:
+        from accelsim.cli.plan_report import limits_given, write_plan_report
+        from accelsim.plots.plan import plan_figure
+
+        wrote = write_plan_report(
+            report_path, p, f"plan {workload}",
+            [("objective", p.objective), ("hardware", hardware), ("batch", batch),
+             ("precision", precision), ("devices", devices),
+             *limits_given(p99_ms=p99_ms, max_cost_per_hour=max_cost_per_hour,
+                           max_power_kw=max_power_kw)],
+            _COLUMNS, "{hardware} {precision} batch {batch} x{devices}", plan_figure(p), top)
     if as_json:
         echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
                    "rows": p.rows, "notes": p.notes})
@@ -137,4 +153,6 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
         lines.append(f"  note: no price for {', '.join(no_price)} (hw_profiles/prices/): no $ "
                      "figures for them")
     lines += [f"  note: {n}" for n in p.notes]
+    if wrote:
+        lines.append(wrote)
     click.echo("\n".join(lines))

@@ -104,6 +104,19 @@ def serving_plan(ctx: click.Context, workload: str, hardware: str, precision: st
         r["split"] = f"{r['replicas'] or '?'} x tp{r['tp']}" + (f" pp{r['pp']}" if r["pp"] > 1
                                                                else "")
     counts = {"configurations": len(p.rows), "simulated": p.simulated, "pruned": p.pruned}
+    wrote = None
+    if serving.get("report"):
+        from accelsim.cli.plan_report import limits_given, write_plan_report
+
+        wrote = write_plan_report(
+            serving["report"], p, f"plan {workload}",
+            [("objective", p.objective), ("systems", hardware), ("stacks", serving["software"]),
+             ("load", f"{serving['rate']:g} requests/s, {serving['prompt_tokens']} prompt + "
+                      f"{serving['output_tokens']} output tokens"),
+             ("tp", serving["tp"]), ("pp", serving["pp"]), ("batch caps", serving["max_batch"]),
+             *limits_given(ttft_p99_ms=serving["ttft_ms"], tpot_p99_ms=serving["tpot_ms"],
+                           max_cost_per_hour=max_cost_per_hour)],
+            _COLUMNS, "{split} {hardware} {software} {precision}, cap {max_batch}", None, top)
     if as_json:
         echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
                    "rows": p.rows, "notes": p.notes})
@@ -131,6 +144,8 @@ def serving_plan(ctx: click.Context, workload: str, hardware: str, precision: st
             violated[r["violates"]] = violated.get(r["violates"], 0) + 1
     lines += [f"  {n:,} break the {what} limit" for what, n in sorted(violated.items())]
     lines += [f"  note: {n}" for n in p.notes]
+    if wrote:
+        lines.append(wrote)
     click.echo("\n".join(lines))
 
 

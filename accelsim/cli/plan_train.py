@@ -21,8 +21,8 @@ from accelsim.errors import AccelsimError
 TRAINING_ONLY = ("nodes", "epochs", "steps", "deadline_h", "min_au")
 _COLUMNS: Columns = (
     ("hardware", "hardware", None), ("format", "precision", None), ("batch", "batch", None),
-    ("nodes", "nodes", None), ("GPUs", "gpus", None), ("samples/s", "throughput_samples_per_s",
-                                                       1.0),
+    ("nodes", "nodes", None), ("GPUs/node", "devices", None), ("GPUs", "gpus", None),
+    ("samples/s", "throughput_samples_per_s", 1.0),
     ("hours", "time_to_train_s", 1 / 3600), ("$/h", "usd_per_hour", 1.0),
     ("$ run", "usd_per_run", 1.0), ("kW", "power_w", 1e-3), ("AU", "au", 1.0),
     ("binds", "binds", None))
@@ -84,6 +84,22 @@ def training_plan(ctx: click.Context, workload: str, hardware: str, objective: s
         from accelsim.plots.style import save_figure
 
         save_figure(train_plan_figure(p, deadline), opts["plot"])
+    wrote = None
+    if opts["report"]:
+        from accelsim.cli.plan_report import limits_given, write_plan_report
+        from accelsim.plots.plan_train import train_plan_figure
+
+        wrote = write_plan_report(
+            opts["report"], p, f"plan {workload}",
+            [("objective", p.objective), ("systems", hardware), ("epochs", opts["epochs"]),
+             ("nodes", opts["nodes"]), ("batch", ", ".join(map(str, batches))),
+             ("precision", ", ".join(precisions)),
+             ("devices per node", "every one" if devices is None else opts["devices"]),
+             *limits_given(deadline_h=deadline, max_cost_per_hour=limits.get(
+                 "max_cost_per_hour"), max_power_kw=power, min_au=opts["min_au"])],
+            _COLUMNS, "{hardware} {precision} batch {batch}, {devices} GPUs x {nodes} nodes",
+            train_plan_figure(p, deadline), top,
+            front_title="Front: no other is both sooner and cheaper")
     if as_json:
         echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
                    "rows": p.rows, "notes": p.notes})
@@ -97,8 +113,8 @@ def training_plan(ctx: click.Context, workload: str, hardware: str, objective: s
     else:
         lines += ["", f"Best {min(top, len(best))} (hours: the whole run at the simulated "
                   "throughput; $ run: its rent):", plan_table(best[:top], _COLUMNS)]
-    if p.front and p.objective not in ("cost",):
-        lines += ["", "Front (no other is better at no more $/h):",
+    if len(p.front) > 1:
+        lines += ["", "Front (no other is both sooner and cheaper):",
                   plan_table(p.front, _COLUMNS)]
     lines += ["", "Not chosen:"] + ([f"  {n:,} {why}" for why, n in sorted(
         p.pruned.items(), key=lambda kv: (-kv[1], kv[0]))] or ["  none pruned"])
@@ -108,6 +124,8 @@ def training_plan(ctx: click.Context, workload: str, hardware: str, objective: s
             violated[r["violates"]] = violated.get(r["violates"], 0) + 1
     lines += [f"  {n:,} simulated break the {what} limit" for what, n in sorted(violated.items())]
     lines += [f"  note: {n}" for n in p.notes]
+    if wrote:
+        lines.append(wrote)
     click.echo("\n".join(lines))
 
 

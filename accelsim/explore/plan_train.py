@@ -48,6 +48,34 @@ TRAIN_OBJECTIVES: dict[str, tuple[str, bool]] = {
 DEFAULT_STEPS = 30
 
 
+class TrainPlan(Plan):
+    """A `Plan` whose front is time to train against the run's cost: the rows no other beats
+    on both (its rent where every row has a price, else its energy)."""
+
+    @property
+    def cost_key(self) -> str:
+        rows = self.feasible
+        if rows and all(r["usd_per_run"] is not None for r in rows):
+            return "usd_per_run"
+        return "energy_j_per_run"
+
+    @property
+    def front(self) -> list[dict[str, Any]]:
+        y = self.cost_key
+        return train_front([r for r in self.feasible if r[y] is not None], y)
+
+
+def train_front(rows: list[dict[str, Any]], y: str) -> list[dict[str, Any]]:
+    """Rows no other row beats on both time to train and `y` (sooner and no dearer, or no later
+    and cheaper), by time."""
+    def beats(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        ta, tb, ya, yb = a["time_to_train_s"], b["time_to_train_s"], a[y], b[y]
+        return ta <= tb and ya <= yb and (ta < tb or ya < yb)
+
+    front = [r for r in rows if not any(beats(o, r) for o in rows)]
+    return sorted(front, key=lambda r: (r["time_to_train_s"], r["order"]))
+
+
 @dataclass(frozen=True)
 class TrainLimits:
     """What a training configuration must meet (None: no limit)."""
@@ -84,7 +112,7 @@ def make_train_plan(workload: str, systems: Sequence[str], batches: Sequence[int
                     objective: str, epochs: int = 1, limits: TrainLimits | None = None,
                     steps: int = DEFAULT_STEPS, top: int = 5,
                     knobs: dict[str, Any] | None = None,
-                    run: Callable[..., Any] = run_simulation) -> Plan:
+                    run: Callable[..., Any] = run_simulation) -> TrainPlan:
     """The training plan (see the module docstring); `devices` per node (None: each system's
     every accelerator). Bad input raises `AccelsimError`."""
     if objective not in TRAIN_OBJECTIVES:
@@ -95,7 +123,7 @@ def make_train_plan(workload: str, systems: Sequence[str], batches: Sequence[int
         raise AccelsimError(f"{workload} is a {sc.mode} workload: a training plan needs a "
                             "training scenario (such as resnet50-train)")
     limits = limits or TrainLimits()
-    plan = Plan([], objective, objectives=TRAIN_OBJECTIVES)
+    plan = TrainPlan([], objective, objectives=TRAIN_OBJECTIVES)
     key, up = TRAIN_OBJECTIVES[objective]
     candidates = []
     for hw in systems:

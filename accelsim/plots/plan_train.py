@@ -1,8 +1,8 @@
 """The figure of a training plan (`accelsim.explore.plan_train`): every simulated configuration
 that meets the limits as a point of its time to train (hours) against what the run costs (its
-rent, or its energy where no price stands behind it), one colour per system, the front (no
-other row is both sooner and cheaper) joined and labelled with the limit each front point is
-nearest, the deadline drawn, the chosen row ringed.
+rent, or its energy where no price stands behind it), one colour per system, the plan's front
+(`TrainPlan.front`: no other row is both sooner and cheaper) joined and labelled with the
+limit each front point is nearest, the deadline drawn, the chosen row ringed.
 
     fig = train_plan_figure(plan, deadline_h=2.0)
     save_figure(fig, "plan.png")
@@ -19,21 +19,9 @@ LABEL_GAP = 10 ** (1 / 4)  # NB: front labels at least a quarter of a decade apa
 
 def _y(plan: Any) -> tuple[str, str, float]:
     """(row key, axis title, scale): the run's rent where every row has one, else its energy."""
-    rows = plan.feasible
-    if rows and all(r["usd_per_run"] is not None for r in rows):
+    if plan.cost_key == "usd_per_run":
         return "usd_per_run", "Cost of the run ($ rent)", 1.0
     return "energy_j_per_run", "Energy of the run (MJ)", 1e-6
-
-
-def train_front(rows: list[dict[str, Any]], y: str) -> list[dict[str, Any]]:
-    """Rows no other row beats on both time to train and `y` (sooner and no dearer, or no later
-    and cheaper), by time."""
-    def beats(a: dict[str, Any], b: dict[str, Any]) -> bool:
-        ta, tb, ya, yb = a["time_to_train_s"], b["time_to_train_s"], a[y], b[y]
-        return ta <= tb and ya <= yb and (ta < tb or ya < yb)
-
-    front = [r for r in rows if not any(beats(o, r) for o in rows)]
-    return sorted(front, key=lambda r: (r["time_to_train_s"], r["order"]))
 
 
 def train_plan_figure(plan: Any, deadline_h: float | None = None) -> Any:
@@ -45,7 +33,7 @@ def train_plan_figure(plan: Any, deadline_h: float | None = None) -> Any:
         mine = [r for r in rows if r["hardware"] == hw]
         ax.scatter([r["time_to_train_s"] / 3600 for r in mine], [r[y] * k for r in mine], s=18,
                    alpha=0.7, label=hw)
-    front = train_front(rows, y)
+    front = plan.front
     if front:
         ax.plot([r["time_to_train_s"] / 3600 for r in front], [r[y] * k for r in front],
                 color="black", lw=1.0, label="front")

@@ -133,12 +133,14 @@ def test_a_real_plan_reads_its_records(capsys) -> None:
 
 
 def test_the_figure_draws_every_feasible_row_and_a_non_dominated_front(tmp_path) -> None:
-    from accelsim.plots.plan_train import train_front, train_plan_figure
+    from accelsim.explore.plan_train import train_front
+    from accelsim.plots.plan_train import train_plan_figure
     from accelsim.plots.style import save_figure
 
     p, _ = _plan("cost", top=40)
     rows = p.feasible
     front = train_front(rows, "usd_per_run")
+    assert front == p.front
     for r in rows:  # no row is both sooner and cheaper than a front row
         for f in front:
             assert not (r["time_to_train_s"] < f["time_to_train_s"]
