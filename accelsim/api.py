@@ -23,7 +23,6 @@ number, None or a list where a name is expected); a `pathlib.Path` is taken wher
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +30,9 @@ from typing import Any
 
 import pandas as pd
 
+from accelsim.arguments import flag, out_path
+from accelsim.arguments import name_or_path as _name_or_path
 from accelsim.errors import AccelsimError
-from accelsim.numbers import shown
 from accelsim.results.headline import Headline
 from accelsim.results.summary import flat_row, notebook_frame
 from accelsim.run import run_simulation
@@ -40,22 +40,6 @@ from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import Scenario
 
 _HTML_SKIP = ("notes", "error")  # the notes are listed under the table; a Result has no error
-
-
-def _what(value: Any) -> str:
-    return "None" if value is None else f"{type(value).__name__} {shown(value)}"
-
-
-def _name_or_path(value: Any, what: str, expected: str) -> str:
-    """A name or path argument as the string the loaders take (a Path becomes its text)."""
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-        if not isinstance(value, str):
-            raise AccelsimError(f"{what}: give a text path, not the bytes path {shown(value)}")
-    if not isinstance(value, str) or not value.strip():
-        got = "''" if value == "" else _what(value)
-        raise AccelsimError(f"{what}: give {expected}, not {got}")
-    return value
 
 
 def _workload(workload: Any) -> str | Scenario:
@@ -130,7 +114,8 @@ class Result:
         """Write the events as a Chrome/Perfetto trace (JSON); returns the path."""
         from accelsim.results.trace import write_chrome_trace
 
-        return write_chrome_trace(self.events, path)
+        return write_chrome_trace(self.events, out_path(path, "path", "a file path for the "
+                                                        "trace"))
 
     def _repr_html_(self) -> str:
         """A notebook's summary: the one-line repr, then a table of every figure the run has
@@ -189,8 +174,7 @@ def simulate(workload: str | Path | Scenario, hw: str | Path, execute: bool = Fa
     >>> simulate("llama2_7b", hw="t4", batch=8).fits
     False
     """
-    if not isinstance(execute, bool):
-        raise AccelsimError(f"execute: give True or False, not {_what(execute)}")
+    flag(execute, "execute")
     cfg = make_config(_workload(workload), _hardware(hw, many=False), **knobs)
     if execute:
         from dataclasses import replace
@@ -206,7 +190,8 @@ def compare(workload: str | Path | Scenario, hw: str | Path | Sequence[str | Pat
     knobs: throughput, latency, energy per sample, performance per watt, memory fit,
     bottleneck, and the precision and software each device really used. A device that cannot
     run the precision asked for runs the closest one it can, and its `notes` say so
-    (`fallback=False` leaves it out instead). See `accelsim.explore.compare.compare`.
+    (`fallback=False` leaves it out instead); when every device is left out, it raises (as
+    the CLI does). See `accelsim.explore.compare.compare`.
     Columns that are None in every row are dropped (`all_columns=True` keeps them, as the
     CLI's --csv does); number columns are numeric, NaN where a figure does not apply.
 
@@ -218,8 +203,12 @@ def compare(workload: str | Path | Scenario, hw: str | Path | Sequence[str | Pat
     """
     from accelsim.explore.compare import compare as _compare
 
-    return notebook_frame(_compare(_workload(workload), _hardware(hw, many=True), **knobs),
-                          all_columns)
+    _flags(knobs, all_columns)
+    df = _compare(_workload(workload), _hardware(hw, many=True), **knobs)
+    if len(df) and df["error"].notna().all():
+        raise AccelsimError(f"every one of the {len(df)} devices was left out; the first: "
+                            f"{df['hardware'].iloc[0]}: {df['error'].iloc[0]}")
+    return notebook_frame(df, all_columns)
 
 
 def sweep(workload: str | Path | Scenario, hw: str | Path | Sequence[str | Path],
@@ -231,7 +220,8 @@ def sweep(workload: str | Path | Scenario, hw: str | Path | Sequence[str | Path]
     device that lacks the precision asked for runs the closest one, as in `compare`
     (`fallback=False`: the point fails). Columns that are None in every row are dropped
     (`all_columns=True` keeps them); number columns are numeric, NaN where a figure does not
-    apply. See `accelsim.explore.run.sweep`.
+    apply. When every point fails, it raises the first point's error (as the CLI does). See
+    `accelsim.explore.run.sweep`.
 
     >>> df = sweep("resnet50", hw="t4", batch=[1, 4096], precision="fp16")
     >>> df[["batch", "fits", "largest_batch_that_fits"]].values.tolist()
@@ -239,8 +229,25 @@ def sweep(workload: str | Path | Scenario, hw: str | Path | Sequence[str | Path]
     """
     from accelsim.explore.run import sweep as _sweep
 
-    return notebook_frame(_sweep(_workload(workload), _hardware(hw, many=True), **knobs),
-                          all_columns, keep=("error",))
+    _flags(knobs, all_columns, "progress")
+    if knobs.get("resume") is not None:
+        knobs["resume"] = out_path(knobs["resume"], "resume", "a SQLite file path")
+    df = _sweep(_workload(workload), _hardware(hw, many=True), **knobs)
+    if len(df) and df["error"].notna().all():
+        raise AccelsimError(f"all {len(df)} points failed; the first: {df['error'].iloc[0]}")
+    return notebook_frame(df, all_columns, keep=("error",))
+
+
+def _flags(knobs: dict[str, Any], all_columns: Any, *optional: str) -> None:
+    """Check `all_columns` and the true-or-false keywords (`fallback`, and `optional` ones,
+    which take None) in place: 1 or "no" is not taken for a flag; `fallback` None is unset."""
+    flag(all_columns, "all_columns")
+    if "fallback" in knobs and knobs["fallback"] is None:
+        del knobs["fallback"]
+    if "fallback" in knobs:
+        flag(knobs["fallback"], "fallback")
+    for name in optional:
+        flag(knobs.get(name), name, optional=True)
 
 
 def write_report(workload: str | Path | Scenario, hw: str | Path, out: str | Path | None = None,
@@ -250,5 +257,7 @@ def write_report(workload: str | Path | Scenario, hw: str | Path, out: str | Pat
     from accelsim.report import report
 
     if out is not None:
-        out = _name_or_path(out, "out", "a file path for the HTML page")
-    return report(_workload(workload), _hardware(hw, many=False), out=out, **knobs)
+        out = out_path(out, "out", "a file path for the HTML page")
+    workload, hw = _workload(workload), _hardware(hw, many=False)
+    make_config(workload, hw, **knobs)  # bad knobs (a misspelt one set to None too) fail here
+    return report(workload, hw, out=out, **knobs)

@@ -35,8 +35,17 @@ class UnknownNameError(AccelsimError):
     """A name (model, profile, precision, ...) that is not known; the message lists the choices."""
 
     def __init__(self, what: str, name: str, choices: list[str]) -> None:
-        super().__init__(f"unknown {what} '{name}'; {did_you_mean(name, choices)}choose one "
+        super().__init__(f"unknown {what} {quoted(name)}; {did_you_mean(name, choices)}choose one "
                          f"of: {', '.join(sorted(choices))}")
+
+
+def quoted(name: object) -> str:
+    """`name` in quotes as a message shows it: 'name' as it is when printable and short,
+    else its repr cut to 40 characters (a newline or NUL in a name cannot break the line)."""
+    name = name if isinstance(name, str) else str(name)
+    if name.isprintable() and len(name) <= 100:
+        return f"'{name}'"
+    return repr(name[:40] + ("..." if len(name) > 40 else ""))
 
 
 def did_you_mean(name: str, choices: Iterable[object]) -> str:

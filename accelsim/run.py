@@ -61,6 +61,9 @@ def _run(cfg: SimulationConfig, detail: bool) -> SimulationResult:
         if routes_to_llm(cfg) or cfg.decoder is not None:
             raise AccelsimError("mode federated trains a layer-graph model on each client; a "
                                 "token-level decoder is not one (choose a zoo CNN or encoder)")
+        if cfg.execute:  # (it was ignored: the clients' kernels are never run)
+            raise AccelsimError("--execute applies to mode infer (one batch on the device), "
+                                "not federated: drop it")
         from accelsim.sim.federated import simulate_federated  # (SimPy: only when asked)
 
         return simulate_federated(cfg)

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.datafiles import builtin_files
-from accelsim.errors import DataFileError, UnknownNameError
+from accelsim.errors import AccelsimError, DataFileError, UnknownNameError
+from accelsim.numbers import shown
 
 # NB: the largest data file accepted; every profile and scenario is a few kB.
 MAX_FILE_BYTES = 1 << 20
@@ -130,8 +131,14 @@ def _parsed_toml(source: str, text: str) -> dict[str, Any]:
 
 def find_profile(name_or_path: str | Path, pattern: str, what: str) -> Path:
     """A built-in profile by name (file stem under hw_profiles/ matching `pattern`) or a
-    user file by path (a Path, or a string ending in .toml)."""
-    if isinstance(name_or_path, Path) or str(name_or_path).endswith(".toml"):
+    user file by path (a Path, or a string ending in .toml); another type is an error."""
+    if isinstance(name_or_path, os.PathLike) and not isinstance(name_or_path, Path):
+        name_or_path = Path(os.fspath(name_or_path))
+    if not isinstance(name_or_path, str | Path) or not str(name_or_path).strip():
+        got = (repr(name_or_path) if isinstance(name_or_path, str)
+               else f"{type(name_or_path).__name__} {shown(name_or_path)}")
+        raise AccelsimError(f"{what}: give a name or a .toml path, not {got}")
+    if isinstance(name_or_path, Path) or name_or_path.endswith(".toml"):
         return Path(name_or_path)
     files = builtin_files("hw_profiles", pattern)
     if name_or_path not in files:

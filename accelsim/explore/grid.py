@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accelsim.errors import AccelsimError
+from accelsim.errors import AccelsimError, quoted
 from accelsim.numbers import shown
 from accelsim.profiles.hardware import resolve_hardware
 from accelsim.sim.knobs import KNOBS, check_range, knob_names, parse_knob_values
@@ -98,7 +98,7 @@ def make_grid(workload: str | Scenario, hw: str | Sequence[str],
     names = knob_names(scenario.model)
     unknown = [name for name in knobs if name not in names]
     if unknown:
-        raise AccelsimError(f"unknown knob '{unknown[0]}'; choose one of: {', '.join(names)}")
+        raise AccelsimError(f"unknown knob {quoted(unknown[0])}; choose one of: {', '.join(names)}")
     hardware = [h.strip() for h in hw.split(",") if h.strip()] if isinstance(hw, str) \
         else [str(h) for h in _values("hw", hw)]
     for name in dict.fromkeys(hardware):

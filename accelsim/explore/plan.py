@@ -27,13 +27,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from os import PathLike
 from typing import Any
 
+from accelsim.arguments import keywords, name_or_path, names_or_paths, positive, whole_numbers
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.explore.compare import device_roof
+from accelsim.numbers import shown
 from accelsim.profiles.hardware import resolve_hardware
 from accelsim.run import run_simulation
-from accelsim.sim.knobs import make_config
+from accelsim.sim.knobs import KNOBS, make_config
+from accelsim.workload.scenario import Scenario
 
 # objective name -> (the row's figure, larger is better)
 OBJECTIVES: dict[str, tuple[str, bool]] = {
@@ -132,15 +136,34 @@ def _row(hw: str, precision: str, batch: int, count: int, record: dict[str, Any]
     return row
 
 
-def make_plan(workload: str, hardware: Sequence[str], batches: Sequence[int],
+def plan_workload(workload: Any) -> str | Scenario:
+    """A plan's workload: a `Scenario`, or a name or path as text."""
+    if isinstance(workload, Scenario):
+        return workload
+    return name_or_path(workload, "workload", "a zoo model or scenario name, a file path or "
+                        "a Scenario")
+
+
+def make_plan(workload: str | PathLike[str] | Scenario, hardware: Sequence[str | PathLike[str]],
+              batches: Sequence[int],
               precisions: Sequence[str], counts: Sequence[int], objective: str,
               p99_ms: float | None = None, max_usd_per_hour: float | None = None,
               max_power_kw: float | None = None, knobs: dict[str, Any] | None = None,
               run: Callable[..., Any] = run_simulation) -> Plan:
-    """The plan (see the module docstring); bad input raises `AccelsimError`."""
-    if objective not in OBJECTIVES:
-        raise AccelsimError(f"objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
-    batches = sorted(set(batches))
+    """The plan (see the module docstring); bad input raises `AccelsimError` of one line
+    naming the argument (a workload or hardware may be a `pathlib.Path`)."""
+    if not isinstance(objective, str) or objective not in OBJECTIVES:
+        raise AccelsimError(f"objective {shown(objective)}: choose one of "
+                            f"{', '.join(OBJECTIVES)}")
+    workload = plan_workload(workload)
+    hardware = names_or_paths(hardware, "hardware", "system or device profile names or paths")
+    batches = sorted(set(whole_numbers(batches, "batches", 1, KNOBS["batch"].high)))
+    precisions = names_or_paths(precisions, "precisions", "format names")
+    counts = whole_numbers(counts, "counts", 1, KNOBS["devices"].high)
+    p99_ms, max_usd_per_hour, max_power_kw = (
+        positive(p99_ms, "p99_ms", True), positive(max_usd_per_hour, "max_usd_per_hour", True),
+        positive(max_power_kw, "max_power_kw", True))
+    knobs = keywords(knobs, "knobs", ("mode", "batch", "precision"))
     limits = Limits(None if p99_ms is None else p99_ms * 1e-3, max_usd_per_hour,
                     None if max_power_kw is None else max_power_kw * 1e3)
     plan = Plan([], objective)

@@ -39,15 +39,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from os import PathLike
 from typing import Any
 
+from accelsim.arguments import keywords, names_or_paths, positive, whole_number, whole_numbers
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.explore.compare import device_roof
-from accelsim.explore.plan import Plan
+from accelsim.explore.plan import Plan, plan_workload
+from accelsim.numbers import shown
 from accelsim.profiles.hardware import resolve_hardware
 from accelsim.profiles.prices import device_price
 from accelsim.run import run_simulation
-from accelsim.sim.knobs import make_config
+from accelsim.sim.knobs import KNOBS, make_config
 
 # objective name -> (the row's figure, larger is better)
 SERVING_OBJECTIVES: dict[str, tuple[str, bool]] = {
@@ -58,11 +61,15 @@ SERVING_OBJECTIVES: dict[str, tuple[str, bool]] = {
 # requests of each capacity search run, as `simulate`'s own search (accelsim.llm.serve);
 # NB: tried 300: short runs end before the queue builds and overstate capacity up to 3x
 SEARCH_REQUESTS = 1000
+# knobs the plan sets on every run itself (its own arguments)
+_PLAN_SETS = ("mode", "rate", "prompt_tokens", "output_tokens", "slo_ttft_ms", "slo_tpot_ms",
+              "software", "precision", "tp", "pp", "max_batch", "requests")
 VERIFY_TOP = 3  # configurations served at their own load, beside the front
 VERIFY_RETRIES = 2  # replicas added at most where the served load misses a target
 
 
-def make_serving_plan(workload: str, hardware: Sequence[str], software: Sequence[str],
+def make_serving_plan(workload: str | PathLike[str], hardware: Sequence[str | PathLike[str]],
+                      software: Sequence[str],
                       precisions: Sequence[str], tps: Sequence[int], pps: Sequence[int],
                       caps: Sequence[int], rate_per_s: float, prompt_tokens: int,
                       output_tokens: int, slo_ttft_ms: float | None,
@@ -70,12 +77,29 @@ def make_serving_plan(workload: str, hardware: Sequence[str], software: Sequence
                       max_usd_per_hour: float | None = None, requests: int = 2000,
                       knobs: dict[str, Any] | None = None,
                       run: Callable[..., Any] = run_simulation) -> Plan:
-    """The plan (see the module docstring); bad input raises `AccelsimError`."""
-    if objective not in SERVING_OBJECTIVES:
-        raise AccelsimError(f"objective {objective!r} for a serving plan: choose one of "
+    """The plan (see the module docstring); bad input raises `AccelsimError` of one line
+    naming the argument (a workload or hardware may be a `pathlib.Path`)."""
+    if not isinstance(objective, str) or objective not in SERVING_OBJECTIVES:
+        raise AccelsimError(f"objective {shown(objective)} for a serving plan: choose one of "
                             f"{', '.join(SERVING_OBJECTIVES)}")
-    if not (rate_per_s > 0 and math.isfinite(rate_per_s)):
-        raise AccelsimError(f"rate {rate_per_s!r}: the offered load in requests/s, above 0")
+    if isinstance(rate_per_s, bool) or not isinstance(rate_per_s, int | float) or not (
+            rate_per_s > 0 and math.isfinite(rate_per_s)):
+        raise AccelsimError(f"rate {shown(rate_per_s)}: the offered load in requests/s, a "
+                            "number above 0")
+    workload = plan_workload(workload)
+    hardware = names_or_paths(hardware, "hardware", "GPU system names or paths")
+    software = names_or_paths(software, "software", "serving stack names")
+    precisions = names_or_paths(precisions, "precisions", "format names")
+    tps = whole_numbers(tps, "tps", 1, KNOBS["tp"].high)
+    pps = whole_numbers(pps, "pps", 1, KNOBS["pp"].high)
+    caps = whole_numbers(caps, "caps", 1, KNOBS["max_batch"].high)
+    prompt_tokens = whole_number(prompt_tokens, "prompt_tokens", 1, KNOBS["prompt_tokens"].high)
+    output_tokens = whole_number(output_tokens, "output_tokens", 1, KNOBS["output_tokens"].high)
+    requests = whole_number(requests, "requests", 1, KNOBS["requests"].high)
+    slo_ttft_ms, slo_tpot_ms, max_usd_per_hour = (
+        positive(slo_ttft_ms, "slo_ttft_ms", True), positive(slo_tpot_ms, "slo_tpot_ms", True),
+        positive(max_usd_per_hour, "max_usd_per_hour", True))
+    knobs = keywords(knobs, "knobs", _PLAN_SETS)
     if slo_ttft_ms is None and slo_tpot_ms is None:
         raise AccelsimError("a serving plan needs a target: --ttft-ms and/or --tpot-ms "
                             "(a replica's capacity is the rate that meets them)")
@@ -83,6 +107,11 @@ def make_serving_plan(workload: str, hardware: Sequence[str], software: Sequence
     base = dict(mode="serve", rate=rate_per_s, prompt_tokens=prompt_tokens,
                 output_tokens=output_tokens, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms,
                 **(knobs or {}))
+    # what every configuration shares (the workload, the knobs) is checked once, here: a
+    # bad one is the input's fault, not a configuration to prune
+    if make_config(workload, hardware[0], **base).decoder is None:
+        raise AccelsimError(f"workload {shown(workload)}: a serving plan needs a decoder config "
+                            "(a name of workloads/llm/ or a .json file)")
 
     def simulate(hw: str, sw: str, prec: str, tp: int, pp: int, cap: int, rate: float,
                  n: int) -> dict[str, Any]:

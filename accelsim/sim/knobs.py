@@ -15,7 +15,7 @@ import math
 import os
 from typing import Any
 
-from accelsim.errors import AccelsimError, did_you_mean
+from accelsim.errors import AccelsimError, did_you_mean, quoted
 from accelsim.numbers import is_float_text, is_int_text, shown
 from accelsim.physical import input_ceiling
 from accelsim.sim.knob_table import KNOBS
@@ -44,6 +44,9 @@ def _convert(name: str, kind: type, value: Any) -> Any:
     """`value` as `kind`; strings are parsed (command line, sweep grids)."""
     if kind is str and isinstance(value, os.PathLike):  # a file knob given as a Path
         value = os.fspath(value)
+    if kind is str and isinstance(value, str) and not value.strip():
+        # (it was taken as unset where a knob is read as `if cfg.x:`: --dataflow '' on a GPU)
+        raise AccelsimError(f"knob '{name}': give a name, not {shown(value)}")
     if isinstance(value, str) and kind is not str:
         # NB: the one number rule (`accelsim.numbers`): ASCII digits, no '_', e notation for
         # float knobs only.
@@ -85,12 +88,13 @@ def parse_knob_values(name: str, text: str, model: str | None = None) -> list[An
 
 def _input_kind(name: str, model: str | None) -> type:
     if model is None or name not in model_knobs(model):
-        raise AccelsimError(f"unknown knob '{name}'; {did_you_mean(name, knob_names(model))}"
-                            f"choose one of: {', '.join(knob_names(model))}")
+        names = knob_names(model)
+        raise AccelsimError(f"unknown knob {quoted(name)}; {did_you_mean(name, names)}"
+                            f"choose one of: {', '.join(names)}")
     return int
 
 
-def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> SimulationConfig:
+def make_config(workload: str | Scenario, hardware: str, /, **knobs: Any) -> SimulationConfig:
     """A `SimulationConfig` from a workload, a hardware name and flat knobs (None = unset).
 
     Unknown knobs, knobs of another mode and values of the wrong type raise `AccelsimError`
@@ -110,14 +114,17 @@ def make_config(workload: str | Scenario, hardware: str, **knobs: Any) -> Simula
                                 "(.json), or the name of one in workloads/llm/")
         scenario["model"] = model_file
     model_inputs = model_knobs(scenario.get("model", sc.model))
+    unknown = [n for n, v in knobs.items() if v is None and n not in KNOBS
+               and n not in model_inputs]  # None leaves a knob unset; a typo is still one
+    given.update(dict.fromkeys(unknown))
     for name, value in given.items():
         if name in model_inputs and name not in KNOBS:
             inputs[name] = check_range(name, _convert(name, int, value), 1, input_ceiling(name))
             continue
         if name not in KNOBS:
             names = knob_names(sc.model)
-            raise AccelsimError(f"unknown knob '{name}'; {did_you_mean(name, names)}choose one "
-                                f"of: {', '.join(names)}")
+            raise AccelsimError(f"unknown knob {quoted(name)}; {did_you_mean(name, names)}"
+                                f"choose one of: {', '.join(names)}")
         knob = KNOBS[name]
         value = _convert(name, knob.kind, value)
         if knob.kind in (int, float):

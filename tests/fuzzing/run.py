@@ -15,6 +15,7 @@ from pathlib import Path
 
 from accelsim.cli import main
 
+from .api_cases import ApiCase, api_case
 from .cases import DIR, FILE_CASES, Case
 from .cli_cases import cli_case, path_case
 from .mutate import Picker
@@ -24,13 +25,17 @@ from .verdict import Verdict, judge
 # Kind of case -> weight (of 20): files 12, argument lists 6, bad paths 2.
 WEIGHTS = {"profile": 4, "system": 3, "link": 1, "part": 2, "scenario": 2, "cli": 6, "path": 2}
 KINDS = tuple(kind for kind, weight in WEIGHTS.items() for _ in range(weight))
+# The surfaces set (`fuzz.py --surfaces`): the later file surfaces and the Python API.
+SURFACES = (*SURFACE_CASES, "api")
 
 
-def make_case(picker: Picker, kind: str | None = None) -> Case:
-    """A case of `kind` (see WEIGHTS and SURFACE_CASES), or of a kind drawn by weight
-    ("surfaces": one of the SURFACE_CASES kinds, drawn evenly)."""
+def make_case(picker: Picker, kind: str | None = None) -> Case | ApiCase:
+    """A case of `kind` (see WEIGHTS, SURFACE_CASES and "api": a Python API call), or of a
+    kind drawn by weight ("surfaces": one of SURFACES, drawn evenly)."""
     if kind == "surfaces":
-        kind = picker.choice(tuple(SURFACE_CASES))
+        kind = picker.choice(SURFACES)
+    if kind == "api":
+        return api_case(picker)
     if kind in SURFACE_CASES:
         return SURFACE_CASES[kind](picker)
     kind = kind or picker.choice(KINDS)
@@ -41,9 +46,9 @@ def make_case(picker: Picker, kind: str | None = None) -> Case:
     return FILE_CASES[kind](picker)
 
 
-def materialise(case: Case, folder: Path) -> list[str]:
+def materialise(case: Case | ApiCase, folder: Path) -> list[str]:
     """Write the case's files (with ``{dir}`` filled in) and special paths into `folder`
-    (emptied first); returns argv ready to run."""
+    (emptied first); returns argv ready to run ([] for an API call)."""
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
@@ -56,12 +61,16 @@ def materialise(case: Case, folder: Path) -> list[str]:
             os.mkfifo(folder / name)
         elif what.startswith("link:"):  # a symlink to the target named after the colon
             (folder / name).symlink_to(what[5:].replace(DIR, str(folder)))
-    return case.args(folder)
+    return [] if isinstance(case, ApiCase) else case.args(folder)
 
 
-def run_case(case: Case, folder: Path) -> Verdict:
+def run_case(case: Case | ApiCase, folder: Path) -> Verdict:
     """Run `case` in `folder` (also the working directory, for default output files) and
     judge it. Output and warnings are captured; nothing escapes but KeyboardInterrupt."""
+    if isinstance(case, ApiCase):
+        from .api_run import run_api_case
+
+        return run_api_case(case, folder)
     argv = materialise(case, folder)
     out, err = io.StringIO(), io.StringIO()
     here = os.getcwd()

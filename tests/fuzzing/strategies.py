@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
+from .api_cases import ApiCase
 from .cases import Case
 from .run import make_case
 
@@ -37,9 +38,10 @@ class DrawPicker:
 
 
 @st.composite
-def cases(draw: Any, kind: str | None = None) -> Case:
+def cases(draw: Any, kind: str | None = None) -> Case | ApiCase:
     """Fuzz cases of `kind` ("profile", "system", "link", "part", "scenario", "cli", "path",
     or a surface of `fuzzing.surface_cases`: "onnx", "scalesim", "trace", "measurements",
-    "store", "grid"; None: any of the first, by the benchmark's weights)."""
+    "store", "grid"; "api": a Python API call (`fuzzing.api_cases`); None: any of the
+    first, by the benchmark's weights)."""
     return make_case(DrawPicker(draw), kind)
 

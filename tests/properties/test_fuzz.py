@@ -3,7 +3,7 @@ storage, datasets and scenarios; argument lists with extreme and conflicting fla
 through the command line in-process. Each must end in exit 0 with finite, non-negative,
 in-range figures, or exit 2 with one line on stderr; never an internal error or a traceback,
 and in bounded time. The 10,000-case run is `benchmarks/fidelity/fuzz.py`; the new surfaces
-(issue 24) have their own kinds below and `--surfaces` there."""
+(issue 24) and the Python API have their own kinds below and `--surfaces` there."""
 
 import time
 
@@ -54,6 +54,10 @@ EXAMPLES = {"profile": 60, "system": 50, "part": 30, "scenario": 40, "cli": 100,
 # run is `benchmarks/fidelity/fuzz.py --surfaces`.
 EXAMPLES.update({"onnx": 40, "scalesim": 30, "trace": 30, "measurements": 20, "store": 10,
                  "grid": 20})
+# The Python API (issue 24 item 8): bad calls of simulate, compare, sweep, write_report,
+# write_trace, the plans and the loaders must raise one AccelsimError of one line, and good
+# calls with pathlib.Path must answer (`tests/fuzzing/api_cases.py`).
+EXAMPLES["api"] = 80
 
 
 @pytest.mark.parametrize("kind", list(EXAMPLES))

@@ -14,7 +14,8 @@ import accelsim
 PACKAGE = Path(accelsim.__file__).parent
 # Low to high; a folder may import its own floor's folders and any lower floor's.
 FLOORS = (
-    ("errors", "physical", "formats", "datafiles", "tomlfiles", "schema", "numbers", "accelsim"),
+    ("errors", "physical", "formats", "datafiles", "tomlfiles", "schema", "numbers", "arguments",
+     "accelsim"),
     ("workload", "results"),
     ("kernels", "profiles"),
     ("devices",),
