@@ -26,13 +26,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accelsim.arguments import (
+    keywords,
+    name_or_path,
+    names_or_paths,
+    positive,
+    whole_number,
+    whole_numbers,
+)
 from accelsim.devices.estimate import estimate
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.explore.plan import Plan
+from accelsim.numbers import shown
 from accelsim.profiles.datasets import load_dataset
 from accelsim.profiles.hardware import host_cpu, resolve_hardware
 from accelsim.profiles.prices import device_price
 from accelsim.run import run_simulation
+from accelsim.sim.knob_table import KNOBS
 from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import resolve_workload
 
@@ -85,6 +95,13 @@ class TrainLimits:
     max_power_w: float | None = None
     min_au: float | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("deadline_s", "max_usd_per_hour", "max_power_w"):
+            positive(getattr(self, name), name, optional=True)
+        au = self.min_au
+        if au is not None and (positive(au, "min_au") or 0.0) > 1.0:
+            raise AccelsimError(f"min_au = {shown(au)}: a share from 0 to 1")
+
     def binding(self, row: dict[str, Any]) -> tuple[str | None, str | None]:
         """(the first limit `row` breaks, else the one it is nearest to as a share)."""
         au = row["au"]
@@ -115,9 +132,23 @@ def make_train_plan(workload: str, systems: Sequence[str], batches: Sequence[int
                     run: Callable[..., Any] = run_simulation) -> TrainPlan:
     """The training plan (see the module docstring); `devices` per node (None: each system's
     every accelerator). Bad input raises `AccelsimError`."""
-    if objective not in TRAIN_OBJECTIVES:
-        raise AccelsimError(f"objective {objective!r} for a training plan: choose one of "
+    if not isinstance(objective, str) or objective not in TRAIN_OBJECTIVES:
+        raise AccelsimError(f"objective {shown(objective)} for a training plan: choose one of "
                             f"{', '.join(TRAIN_OBJECTIVES)}")
+    workload = name_or_path(workload, "workload", "a training scenario name")
+    systems = names_or_paths(systems, "systems", "system or device names or paths")
+    batches = whole_numbers(batches, "batches", 1, KNOBS["batch"].high)
+    precisions = names_or_paths(precisions, "precisions", "format names")
+    if devices is not None:
+        devices = whole_numbers(devices, "devices", 1, KNOBS["devices"].high)
+    nodes = whole_numbers(nodes, "nodes", 1, KNOBS["nodes"].high)
+    epochs = whole_number(epochs, "epochs", 1, KNOBS["epochs"].high)
+    steps = whole_number(steps, "steps", 2, KNOBS["steps"].high)
+    top = whole_number(top, "top", 1)
+    knobs = keywords(knobs, "knobs", ("mode", "batch", "precision", "devices", "nodes",
+                                      "steps"))
+    if not isinstance(limits, TrainLimits | None):
+        raise AccelsimError(f"limits: give a TrainLimits, not {shown(limits)}")
     sc = resolve_workload(workload)
     if sc.mode != "train":
         raise AccelsimError(f"{workload} is a {sc.mode} workload: a training plan needs a "
@@ -150,7 +181,7 @@ def make_train_plan(workload: str, systems: Sequence[str], batches: Sequence[int
                             row.update(status="pruned", reason=cut)
                             continue
                         candidates.append((row, samples))
-    _branch_and_bound(plan, candidates, workload, key, up, limits, steps, top, knobs or {}, run)
+    _branch_and_bound(plan, candidates, workload, key, up, limits, steps, top, knobs, run)
     for row in plan.rows:
         if row["status"] != "simulated":
             plan.pruned[row["reason"]] = plan.pruned.get(row["reason"], 0) + 1

@@ -26,7 +26,7 @@ from .mutate import Picker
 
 ENTRIES = ("simulate", "simulate", "simulate", "simulate", "compare", "compare", "sweep",
            "sweep", "write_report", "write_trace", "make_plan", "make_serving_plan",
-           "load_profile", "load_system")
+           "make_train_plan", "load_profile", "load_system")
 NAN, INF = float("nan"), float("inf")
 
 
@@ -158,6 +158,9 @@ def _base(picker: Picker, entry: str) -> tuple[tuple[Any, ...], dict[str, Any], 
         return (At("t.json", True),), {}, "-"
     if entry == "make_plan":
         return ("mlp", ["t4"], [1, 2], ["fp16"], [1], "throughput"), {}, "-"
+    if entry == "make_train_plan":
+        return ("resnet50-train", ["dgx-h100"], [64], ["bf16"], [8], [1, 2], "cost"), dict(
+            steps=3), "-"
     if entry == "make_serving_plan":
         return ("llama-3.1-8b", ["dgx-h100"], ["vllm"], ["fp16"], [1], [1], [8], 1.0, 32, 8,
                 500.0, 50.0, "cost"), dict(requests=50), "-"
@@ -193,6 +196,8 @@ PARAMS = {
     "make_serving_plan": ("workload", "hardware", "software", "precisions", "tps", "pps",
                           "caps", "rate_per_s", "prompt_tokens", "output_tokens",
                           "slo_ttft_ms", "slo_tpot_ms", "objective"),
+    "make_train_plan": ("workload", "systems", "batches", "precisions", "devices", "nodes",
+                        "objective"),
     "load_profile": ("name_or_path",), "load_system": ("name_or_path",)}
 NUMBER_PARAMS = ("rate_per_s", "prompt_tokens", "output_tokens", "slo_ttft_ms", "slo_tpot_ms",
                  "requests", "p99_ms", "max_usd_per_hour", "max_power_kw", "workers")
@@ -205,7 +210,10 @@ EXTRA = {"simulate": {"execute": (True, 1, "yes", None, NAN)},
                        "max_power_kw": BAD_NUMBERS, "knobs": (1, [], "batch", {"nope": 1},
                                                               {"batch": NAN}, {1: 2})},
          "make_serving_plan": {"requests": BAD_NUMBERS, "max_usd_per_hour": BAD_NUMBERS,
-                               "knobs": (1, [], {"nope": 1}, {"tp": 0})}}
+                               "knobs": (1, [], {"nope": 1}, {"tp": 0})},
+         "make_train_plan": {"epochs": BAD_NUMBERS, "steps": BAD_NUMBERS, "top": BAD_NUMBERS,
+                             "limits": (1, {}, "deadline", None),
+                             "knobs": (1, [], {"nope": 1}, {"nodes": 2}, {"every_node": 1})}}
 MISSPELT = ("batchsize", "Batch", "precison", "prep-workers", "stepss", "rates", "bach", "",
             "x" * 300, "batch\n", "__init__", "self", "knobs", "kwargs", "hardware", "mode ",
             "image-size", "SEQ_LEN", "tp_", "numa", "é")
@@ -305,7 +313,7 @@ def _runs(entry: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
     """Simulations the call may ask for, so that the hang limit scales with it."""
     if entry == "write_report":
         return 8  # NB: the run and its relief what-ifs, as the CLI's report
-    if entry in ("make_plan", "make_serving_plan"):
+    if entry in ("make_plan", "make_serving_plan", "make_train_plan"):
         return 20
     n = 1
     hw = kwargs.get("hw")

@@ -36,6 +36,7 @@ def _entry(name: str) -> Any:
     import accelsim
     from accelsim.explore.plan import make_plan
     from accelsim.explore.plan_llm import make_serving_plan
+    from accelsim.explore.plan_train import make_train_plan
     from accelsim.profiles.devices import load_profile
     from accelsim.profiles.systems import load_system
 
@@ -43,6 +44,7 @@ def _entry(name: str) -> Any:
         return accelsim.simulate("mlp", hw="t4").write_trace(path)
 
     own = {"make_plan": make_plan, "make_serving_plan": make_serving_plan,
+           "make_train_plan": make_train_plan,
            "load_profile": load_profile, "load_system": load_system, "write_trace": write_trace}
     return own[name] if name in own else getattr(accelsim, name)
 

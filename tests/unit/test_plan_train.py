@@ -7,6 +7,7 @@ input is one line. One real plan, small, checks the figures it reads."""
 from __future__ import annotations
 
 import json
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -150,3 +151,32 @@ def test_the_figure_draws_every_feasible_row_and_a_non_dominated_front(tmp_path)
     assert points == len(rows) + 1  # every feasible row, and the chosen one ringed
     out = save_figure(fig, tmp_path / "plan.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("change, says", [
+    (dict(systems="dgx-h100"), "non-empty list"),
+    (dict(batches=[0]), "batches[0] = 0"),
+    (dict(nodes=[1.5]), "whole number"),
+    (dict(epochs=True), "whole number"),
+    (dict(objective=3), "objective 3"),
+    (dict(knobs={"nodes": 2}), "set by the call itself"),
+    (dict(limits="deadline"), "TrainLimits"),
+])
+def test_bad_api_arguments_are_one_accelsim_error(change, says) -> None:
+    from accelsim.errors import AccelsimError
+
+    call = dict(workload="resnet50-train", systems=["dgx-h100"], batches=[64],
+                precisions=["bf16"], devices=None, nodes=[1], objective="cost")
+    call.update(change)
+    with pytest.raises(AccelsimError, match=re.escape(says)) as err:
+        make_train_plan(**call, run=FakeCluster())
+    assert "\n" not in str(err.value)
+
+
+def test_limits_refuse_what_is_no_limit() -> None:
+    from accelsim.errors import AccelsimError
+
+    with pytest.raises(AccelsimError, match="deadline_s"):
+        TrainLimits(deadline_s=float("nan"))
+    with pytest.raises(AccelsimError, match="share from 0 to 1"):
+        TrainLimits(min_au=2.0)
