@@ -201,7 +201,8 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
 
         if clients is None:
             record["max_rate_meeting_slo_per_s"] = max_rate_meeting_slo(
-                trial, serve["rate_per_s"], *slo, meets_at_rate=meets_slo(req, out, *slo))
+                trial, serve["rate_per_s"], *slo,
+                meets_at_rate=meets_targets(req, out, *slo))
         else:  # the search starts at the clients' throughput
             record["max_rate_meeting_slo_per_s"] = max_rate_meeting_slo(
                 trial, figures["requests_per_s"], *slo)
@@ -300,18 +301,44 @@ def meets_slo(req: Requests, out: Outcome, slo_ttft_s: float | None,
                    f["tpot_p99_s"] <= slo_tpot_s)
 
 
+# NB: a server keeps up when it finishes its requests at this share of their arrival rate or
+# more (a finite run's last requests finish after the last arrival, so not 1)
+KEEPS_UP_SHARE = 0.9
+
+
+def keeps_up(req: Requests, out: Outcome) -> bool:
+    """Whether the engine served requests about as fast as they arrived: over the run, the
+    rate they were finished at is at least `KEEPS_UP_SHARE` of the rate they arrived at."""
+    arrived = req.arrival_s[np.isfinite(req.arrival_s)]
+    if len(arrived) < 2:
+        return True
+    offered_s = float(arrived.max() - arrived.min())
+    served_s = float(out.done_s.max() - arrived.min())
+    return served_s <= 0 or offered_s / served_s >= KEEPS_UP_SHARE
+
+
+def meets_targets(req: Requests, out: Outcome, slo_ttft_s: float | None,
+                  slo_tpot_s: float | None) -> bool:
+    """`meets_slo`, and, with no TTFT target, `keeps_up`: a TPOT target alone is met by an
+    overloaded server (its batch stays at the cap while the queue grows without bound), which
+    serves no such rate."""
+    return meets_slo(req, out, slo_ttft_s, slo_tpot_s) and (
+        slo_ttft_s is not None or keeps_up(req, out))
+
+
 def max_rate_meeting_slo(run_at: Callable[[float], tuple[Requests, Outcome]],
                          rate_per_s: float, slo_ttft_s: float | None,
                          slo_tpot_s: float | None, meets_at_rate: bool | None = None
                          ) -> float | None:
-    """The highest Poisson rate whose p99 TTFT and TPOT meet the targets: from `rate_per_s`
+    """The highest Poisson rate whose p99 TTFT and TPOT meet the targets (`meets_targets`: a
+    server that falls behind meets no TPOT-only target): from `rate_per_s`
     (whose verdict `meets_at_rate` may be known from a longer run), doubling or halving to
     bracket it, then bisecting the log rate (`SEARCH_STEPS`). None when not even a 2^-16
     fraction of the rate meets them. NB: each trial is one seeded run of `SEARCH_REQUESTS`
     requests, so the answer carries that sample's noise."""
     def ok(rate: float) -> bool:
         req, out = run_at(rate)
-        return meets_slo(req, out, slo_ttft_s, slo_tpot_s)
+        return meets_targets(req, out, slo_ttft_s, slo_tpot_s)
 
     lo = hi = rate_per_s
     if ok(rate_per_s) if meets_at_rate is None else meets_at_rate:

@@ -10,7 +10,7 @@ import pytest
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.llm.engine import Engine, Requests, StepCosts
 from accelsim.llm.requests import read_requests
-from accelsim.llm.serve import max_rate_meeting_slo, meets_slo
+from accelsim.llm.serve import keeps_up, max_rate_meeting_slo, meets_slo, meets_targets
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 
@@ -118,6 +118,24 @@ def test_the_highest_rate_meeting_the_targets_is_where_p99_crosses_them():
     best = max_rate_meeting_slo(trial, 1.0, 0.5, None)
     assert best is not None and meets_slo(*trial(best), 0.5, None)
     assert not meets_slo(*trial(best * 1.05), 0.5, None)
+
+
+def test_a_tpot_target_alone_is_not_met_by_a_server_that_falls_behind():
+    costs = _costs()
+
+    def trial(rate):
+        rng = np.random.default_rng(0)
+        req = Requests(np.cumsum(rng.exponential(1 / rate, 400)), np.full(400, 50),
+                       np.full(400, 20))
+        return req, Engine(costs, req, 16, 10_000, 16).run()
+
+    # an overloaded server still decodes at 20 ms a step: a 50 ms TPOT target alone holds at
+    # any rate, but 16 sequences at 20 ms a token finish at most 16 / (20 x 0.02) = 40 req/s
+    assert meets_slo(*trial(10_000.0), None, 0.05) and not keeps_up(*trial(10_000.0))
+    best = max_rate_meeting_slo(trial, 1.0, None, 0.05)
+    assert best is not None and best < 40.0
+    assert meets_targets(*trial(best), None, 0.05)
+    assert not meets_targets(*trial(best * 1.05), None, 0.05)
 
 
 def test_a_mostly_idle_server_draws_static_power_plus_at_most_tdp_while_busy():
