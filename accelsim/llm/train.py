@@ -315,7 +315,8 @@ def train_step(plat: Platform, lay: Layout, split: TrainSplit, capacity_bytes: f
         [bwd[1], *[tp["backward_s"] / lay.layers_per_stage] * lay.layers_per_stage, 0.0]),
         grad_bytes(plat, lay, split), opt_s, params)
     step_s = compute_s - window_s + dp["end_s"]
-    dp_s = max(dp["end_s"] - window_s - opt_s, 0.0)  # (float rounding below 0 without DP)
+    # (no collective: 0, not the float rounding of end - window - optimizer)
+    dp_s = max(dp["end_s"] - window_s - opt_s, 0.0) if dp["collectives"] else 0.0
     busy = shards_busy(plat, split, part, opt_s, opt_j, lay.gpus * split.dp)
     static_w = power_limits_w(plat.profile)[1]
     gpus = lay.gpus * split.dp
