@@ -43,10 +43,17 @@ def _energy(j_per_sample: float) -> str:
 
 def answer_cards(rec: dict[str, Any]) -> list[Card]:
     """The figures of the run, most wanted first: AU for a training pipeline, p99 for a
-    server, TTFT, TPOT and tokens/s for a decoder; empty for a run that does not fit."""
+    server, TTFT, TPOT and tokens/s for a decoder; for a run that does not fit, what it needs
+    against what the device has."""
     head = Headline.of(rec)
     if not head.memory.fits:
-        return []
+        mem = head.memory
+        parts = ([] if mem.capacity_bytes is None
+                 else [f"the device has {fmt_si(mem.capacity_bytes)}B"])
+        if mem.largest_batch_that_fits is not None:
+            parts.append(f"the largest batch that fits: {mem.largest_batch_that_fits:,}")
+        return [Card("does not fit", f"needs {fmt_si(mem.required_bytes)}B per device",
+                     "; ".join(parts), "alert")]
     if head.tokens is not None and "tp" in rec:
         return _token_cards(rec, head)
     fig, mode = head.figures, rec["workload"]["mode"]

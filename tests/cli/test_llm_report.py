@@ -72,6 +72,14 @@ def test_a_training_split_that_does_not_fit_says_so_first(tmp_path):
     page = Page(text)
     assert text.index("Does not fit") < text.index('id="summary"')
     assert "tokens" not in page.sections and "memory" in page.sections
+    # the summary is not empty: it says what the split needs against what the GPU has
+    import accelsim
+
+    rec = accelsim.simulate("llama2_70b", "dgx-a100", mode="train", seq_len=4096, batch=1,
+                            precision="bf16", tp=8, zero=1).record
+    summary = text[text.index('id="summary"'):text.index('id="setup"')]
+    assert "does not fit" in summary
+    assert f"{rec['memory']['required_bytes'] / 1e9:.2f}GB per device" in summary
 
 
 @pytest.mark.skipif(chromium() is None, reason="Chromium is not installed")
