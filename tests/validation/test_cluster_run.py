@@ -80,3 +80,22 @@ def test_bad_cluster_settings_are_one_line(capsys, args, says) -> None:
     err = one_line_error(capsys, "simulate", "resnet50-train", "--hw", "dgx-a100", "--steps",
                          "3", *args)
     assert says in err
+
+
+def test_au_and_static_energy_follow_the_cluster() -> None:
+    from accelsim.profiles.devices import load_profile
+    from accelsim.sim.config import power_bounds_w
+
+    base = record(4, device_spread=0.0, every_node=True)
+    one = record(4, device_spread=0.0)
+    assert base["accelerator_utilization"] == pytest.approx(one["accelerator_utilization"],
+                                                            abs=0.01)
+    slow = record(4, device_spread=0.0, slow_node=2.0)
+    c, t0 = base["compute_time_per_step_s"], base["step_time_s"]
+    # three nodes compute c and one 2c in a step of about t0 + c
+    assert slow["accelerator_utilization"] == pytest.approx(5 * c / (4 * (t0 + c)), rel=0.03)
+    # the same simulated node's parts; the 32 GPUs idle at static power the extra time
+    _, static_w = power_bounds_w(load_profile("a100"))
+    extra_s = slow["run_time_s"] - base["run_time_s"]
+    got = slow["energy_breakdown_j"]["static"] - base["energy_breakdown_j"]["static"]
+    assert got == pytest.approx(static_w * 32 * extra_s, rel=1e-6)

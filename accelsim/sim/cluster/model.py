@@ -74,6 +74,7 @@ class ClusterOutcome:
 
     step_end_s: np.ndarray  # (steps,) the last node's end of each step
     node_busy_s: np.ndarray  # (nodes,) compute time per node
+    later_busy_s: float  # node-seconds of compute in the steps after the first
     wait_s: dict[str, float]  # node-seconds: input, slowest_node, communication
     slowdown: np.ndarray  # (steps,) network phase factor per step
     uplink_peak: float  # the busiest group's uplink demand over capacity, any step
@@ -81,6 +82,15 @@ class ClusterOutcome:
     @property
     def run_time_s(self) -> float:
         return float(self.step_end_s[-1])
+
+    @property
+    def accelerator_utilization(self) -> float:
+        """MLPerf Storage's AU over every node: compute over the time after the first step
+        (the whole run where there is one step)."""
+        n = len(self.node_busy_s)
+        if len(self.step_end_s) < 2:
+            return float(self.node_busy_s.sum()) / (n * self.run_time_s)
+        return self.later_busy_s / (n * (self.run_time_s - float(self.step_end_s[0])))
 
 
 def run_cluster(x: ClusterInputs) -> ClusterOutcome:
@@ -95,6 +105,7 @@ def run_cluster(x: ClusterInputs) -> ClusterOutcome:
     slow = np.ones(steps)
     waits = {"input": 0.0, "slowest_node": 0.0, "communication": 0.0}
     busy = np.zeros(n)
+    first_busy_s = 0.0
     peak, prev_step_s = 0.0, x.nominal_step_s
     for s, w in enumerate(x.work):
         pre_bwd_s, bwd_s, opt_s = w.pre_backward_s * f, w.backward_s * f, w.optimizer_s * f
@@ -118,12 +129,14 @@ def run_cluster(x: ClusterInputs) -> ClusterOutcome:
         waits["slowest_node"] += float((last_bwd - bwd_end).sum())
         waits["communication"] += max(0.0, ar_end - last_bwd) * n
         busy += pre_bwd_s + bwd_s + opt_s
+        if s == 0:
+            first_busy_s = float(busy.sum())
         new_end = np.maximum(bwd_end, ar_end) + opt_s
         step_end = float(new_end.max())
         prev_step_s = step_end - float(ends[s - 1]) if s > 0 else step_end
         ends[s] = step_end
         end = new_end
-    return ClusterOutcome(ends, busy, waits, slow, peak)
+    return ClusterOutcome(ends, busy, float(busy.sum()) - first_busy_s, waits, slow, peak)
 
 
 def _allreduce_end(x: ClusterInputs, bucket_ready_s: np.ndarray, bwd_start: np.ndarray,

@@ -1,6 +1,6 @@
 """A multi-node training run with every node simulated: `with_cluster(plan, costs, result)`
 takes the simulated node's result and replaces its whole-cluster figures (run time,
-throughput, step time, bottleneck) with those of the every-node simulation
+throughput, step time, AU, bottleneck; energy's static part) with those of the every-node simulation
 (`accelsim.sim.cluster.model`), adding a `cluster` block that says what each cause cost.
 
 What each node takes from the simulated one: the nominal device costs (forward, backward,
@@ -28,6 +28,7 @@ from accelsim.results.metrics import BOTTLENECK_STALL_SHARE
 from accelsim.sim.cluster.fabric_load import GroupLoad
 from accelsim.sim.cluster.model import ClusterInputs, ClusterOutcome, StepWork, run_cluster
 from accelsim.sim.cluster.nodes import failed_links, node_factors, rail_share
+from accelsim.sim.config import power_bounds_w
 
 INPUT_ROLES = ("storage", "host_cpu", "host_to_device", "page_cache")
 INPUT_STALLS = ("fetch", "prep", "transfer")
@@ -60,10 +61,28 @@ def with_cluster(plan: Any, costs: Any, res: Any) -> Any:
     ends = out.step_end_s
     step_s = float(np.diff(ends).mean()) / plan.accumulate if len(ends) > 1 else run_s
     bound, detail = _bottleneck(block, res)
+    au = min(out.accelerator_utilization, 1.0)
     return replace(res, run_time_s=run_s, step_time_s=step_s,
                    throughput_samples_per_s=res.samples / run_s if run_s > 0 else 0.0,
                    bottleneck=bound, bottleneck_detail=detail, cluster=block,
+                   accelerator_utilization=au, meets_au_target=au >= res.au_target,
+                   energy_breakdown_j=_energy(plan, res, run_s),
                    notes=[*res.notes, _note(plan, fab)])
+
+
+def _energy(plan: Any, res: Any, run_s: float) -> dict[str, float | None]:
+    """The simulated node's parts times the nodes (as the one-node record has them), its
+    devices' static power over the time the cluster's run is longer (or shorter) than the
+    simulated node's. NB: the hosts', NICs' and switches' idle draw over that time is left
+    out (it is in no part of the one-node record either)."""
+    _, static_w = power_bounds_w(plan.device_profile)
+    extra_j = static_w * plan.devices * plan.nodes * (run_s - res.run_time_s)
+    parts = dict(res.energy_breakdown_j)
+    if parts.get("static") is not None:
+        parts["static"] = max(parts["static"] + extra_j, 0.0)
+    if parts.get("total") is not None:
+        parts["total"] = max(parts["total"] + extra_j, 0.0)
+    return parts
 
 
 def _input_interval_s(res: Any) -> float:
@@ -194,5 +213,6 @@ def _bottleneck(block: dict[str, Any], res: Any) -> tuple[str, str]:
 def _note(plan: Any, fab: Any) -> str:
     return (f"every node simulated: {plan.nodes} nodes on fabric '{fab.name}' "
             f"({fab.description}), ranks {plan.cluster.placement}; throughput, run and step "
-            "time are the cluster's; utilization, stalls and energy are the simulated node's "
-            "(accelsim.sim.cluster)")
+            "time and AU are the cluster's, energy the simulated node's parts with the devices' "
+            "static draw over the cluster's run; utilization and stalls are the simulated "
+            "node's (accelsim.sim.cluster)")
