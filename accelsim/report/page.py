@@ -208,6 +208,29 @@ def _timeline(rec: dict[str, Any], events: pd.DataFrame, layers: pd.DataFrame) -
     return embed_figure(fig, "pipeline timeline", caption)
 
 
+def _cluster(c: dict[str, Any]) -> str:
+    """The every-node run's section (`accelsim.sim.cluster`): what each node's time went to,
+    the slowest node, the fabric."""
+    shares = [(label, f"{c['time_share'][key]:.1%}") for key, label in (
+        ("compute", "computing"), ("slowest_node", "waiting for the slowest node"),
+        ("communication", "in the all-reduce after the last backward"),
+        ("input", "waiting for input"))]
+    facts = [("nodes simulated", f"{c['nodes_simulated']:,}"),
+             ("fabric", f"{c['fabric']} ({c['topology']}, {c['groups']} group(s) of up to "
+                        f"{c['nodes_per_group']}, 1:{c['oversubscription']:g}), ranks "
+                        f"{c['placement']}"),
+             ("slowest node", f"node {c['slowest_node']}, x{c['node_factor_max']:.3g} the "
+                              f"nominal step (median node x{c['node_factor_median']:.3g})"),
+             ("network phase", f"up to x{c['network_slowdown_max']:.3g}; uplinks at most "
+                               f"{c['uplink_utilization_peak']:.0%} asked"),
+             ("faults", f"slow node x{c['slow_node']:g}, {c['link_failures']} failed link(s)"),
+             ("one-node model", f"{c['one_node_model_throughput_samples_per_s']:,.0f} "
+                                "samples/s (one node simulated, the others alike)")]
+    return section("Every node", pairs(facts),
+                   table(["node time", "share"], shares, table_id="cluster", numeric=(1,)),
+                   section_id="cluster")
+
+
 def _time_and_energy(rec: dict[str, Any], events: pd.DataFrame, layers: pd.DataFrame
                      ) -> list[str]:
     mode = rec["workload"]["mode"]
@@ -231,6 +254,8 @@ def _time_and_energy(rec: dict[str, Any], events: pd.DataFrame, layers: pd.DataF
             table(["resource", "busy (share of the run)"], util_rows, numeric=(1,)),
             para(f"All-reduce: {allreduce_text(rec)}."),
             section_id="stalls"))
+        if rec.get("cluster"):
+            out.append(_cluster(rec["cluster"]))
         parts = pd.Series(rec["energy_breakdown_j"]).drop("total")
         fig = share_figure(parts, "Energy over the run (kJ)", "Energy by part", 1e-3)
         rows = [(k, "unknown" if v is None else f"{v / 1e3:.3f}")

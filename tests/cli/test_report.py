@@ -141,3 +141,12 @@ def test_page_loads_in_chromium_with_every_figure_and_no_console_message(train_p
     assert loaded, dom[:500]
     in_dom = len(re.findall(r"<img\b", dom))
     assert int(loaded.group(1)) == in_dom == int(Page(text).body["data-figures"]) >= 5
+
+
+def test_an_every_node_run_has_its_cluster_section(tmp_path):
+    from accelsim.report import report
+
+    text = report("resnet50-train", "dgx-a100", out=tmp_path / "c.html", nodes=4, steps=5,
+                  slow_node=1.5).read_text(encoding="utf-8")
+    assert 'id="cluster"' in text and "waiting for the slowest node" in text
+    assert "slow node x1.5" in text
