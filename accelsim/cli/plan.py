@@ -81,7 +81,8 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
     if is_decoder_workload(workload):
         refuse_given(ctx, TRAINING_ONLY, "a training scenario's plan")
         serving_plan(ctx, workload, hardware, precision, maximize or minimize,
-                     max_cost_per_hour, top, as_json, {**serving, "report": report_path})
+                     max_cost_per_hour, top, as_json,
+                     {**serving, "report": report_path, "plot": plot})
         return
     refuse_given(ctx, SERVING_ONLY, "a decoder's serving plan")
     if resolve_workload(workload).mode == "train":

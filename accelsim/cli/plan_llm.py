@@ -20,7 +20,7 @@ from accelsim.errors import AccelsimError
 # the serving plan's own options (refused on a non-decoder plan) and the inference plan's
 SERVING_ONLY = ("software", "tp", "pp", "max_batch", "rate", "prompt_tokens", "output_tokens",
                 "ttft_ms", "tpot_ms", "requests")
-INFERENCE_ONLY = ("batch", "devices", "p99_ms", "max_power_kw", "plot")
+INFERENCE_ONLY = ("batch", "devices", "p99_ms", "max_power_kw")
 _COLUMNS: Columns = (
     ("hardware", "hardware", None), ("stack", "software", None), ("format", "precision", None),
     ("split", "split", None), ("cap", "max_batch", None), ("GPUs", "gpus", None),
@@ -104,9 +104,15 @@ def serving_plan(ctx: click.Context, workload: str, hardware: str, precision: st
         r["split"] = f"{r['replicas'] or '?'} x tp{r['tp']}" + (f" pp{r['pp']}" if r["pp"] > 1
                                                                else "")
     counts = {"configurations": len(p.rows), "simulated": p.simulated, "pruned": p.pruned}
+    if serving.get("plot"):
+        from accelsim.plots.plan_llm import serving_plan_figure
+        from accelsim.plots.style import save_figure
+
+        save_figure(serving_plan_figure(p), serving["plot"])
     wrote = None
     if serving.get("report"):
         from accelsim.cli.plan_report import limits_given, write_plan_report
+        from accelsim.plots.plan_llm import serving_plan_figure
 
         wrote = write_plan_report(
             serving["report"], p, f"plan {workload}",
@@ -116,7 +122,8 @@ def serving_plan(ctx: click.Context, workload: str, hardware: str, precision: st
              ("tp", serving["tp"]), ("pp", serving["pp"]), ("batch caps", serving["max_batch"]),
              *limits_given(ttft_p99_ms=serving["ttft_ms"], tpot_p99_ms=serving["tpot_ms"],
                            max_cost_per_hour=max_cost_per_hour)],
-            _COLUMNS, "{split} {hardware} {software} {precision}, cap {max_batch}", None, top)
+            _COLUMNS, "{split} {hardware} {software} {precision}, cap {max_batch}",
+            serving_plan_figure(p), top)
     if as_json:
         echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
                    "rows": p.rows, "notes": p.notes})

@@ -1,6 +1,6 @@
 """`accelsim plan ... --report FILE` (issue 25 item 3): one self-contained page per plan kind
 (inference, training, decoder serving) holding the chosen configuration, the question, the
-best rows, the figure where the plan has one and why the rest were not chosen; it is written
+best rows, the plan's figure and why the rest were not chosen; it is written
 beside the terminal text, and the page's numbers are the plan's."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_an_inference_plan_report(tmp_path: Path, capsys) -> None:
     assert "Answer" in page.h2 and "best" in page.tables and page.images == 1
 
 
-def test_a_serving_plan_report_without_a_figure(tmp_path: Path, capsys, monkeypatch) -> None:
+def test_a_serving_plan_report(tmp_path: Path, capsys, monkeypatch) -> None:
     from accelsim.explore import plan_llm
     from tests.unit.test_plan_llm import FakeServer
 
@@ -84,4 +84,21 @@ def test_a_serving_plan_report_without_a_figure(tmp_path: Path, capsys, monkeypa
                             "--report", str(out))
     assert code == 0, text
     page = read(out)
-    assert "Answer" in page.h2 and "best" in page.tables and page.images == 0
+    assert "Answer" in page.h2 and "best" in page.tables and page.images == 1
+
+
+def test_a_serving_plan_figure_draws_every_priced_searched_row(tmp_path: Path) -> None:
+    from accelsim.explore.plan_llm import make_serving_plan
+    from accelsim.plots.plan_llm import serving_plan_figure
+    from accelsim.plots.style import save_figure
+    from tests.unit.test_plan_llm import FakeServer
+
+    p = make_serving_plan("llama-3.1-8b", ["dgx-h100", "hgx-h200"], ["vllm"], ["fp16"],
+                          [1, 2], [1], [64, 128], 30.0, 512, 128, 500.0, 50.0, "cost",
+                          run=FakeServer())
+    rows = [r for r in p.rows if r["usd_per_hour"] is not None
+            and r["tokens_per_s_per_gpu"] is not None]
+    fig = serving_plan_figure(p)
+    points = sum(len(c.get_offsets()) for c in fig.axes[0].collections)
+    assert rows and points == len(rows) + 1  # every searched row, and the chosen one ringed
+    assert save_figure(fig, tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
