@@ -43,7 +43,6 @@ import pandas as pd
 
 from accelsim.devices.estimate import capacity_bytes
 from accelsim.errors import AccelsimError
-from accelsim.llm.engine import MAX_PREFILL_TOKENS
 from accelsim.llm.models import decoder, is_decoder
 from accelsim.profiles.devices import load_profile
 from accelsim.tomlfiles import MAX_TABLE_BYTES, read_text_file
@@ -302,10 +301,9 @@ def _case(row: pd.Series) -> LlmCase | Unexpressible:
         if setting.get("chunked", True):
             knobs["chunked_prefill"] = tokens
             per_step = f"{tokens} tokens per step"
-        else:  # NB: the engine's own cap on a prefill-only step, not the submission's
-            per_step = (f"whole prompts in prefill-only steps of at most "
-                        f"{MAX_PREFILL_TOKENS} tokens (the submission's {tokens} is not "
-                        "expressible)")
+        else:  # whole prompts in prefill-only steps of the submission's token budget
+            knobs["prefill_tokens"] = tokens
+            per_step = f"whole prompts in prefill-only steps of at most {tokens} tokens"
         notes.append(f"submission settings: TP {setting['tp']} per engine, batch "
                      f"{setting['batch'][pick]}, {per_step}")
     if offline:

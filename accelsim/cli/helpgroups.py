@@ -40,8 +40,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "LLM (decoder models)": (
         "prompt_tokens", "output_tokens", "tp", "pp", "overlap_tp", "expert_parallel",
         "weight_precision", "kv_precision", "batching", "length_dist", "slo_ttft_ms",
-        "slo_tpot_ms", "chunked_prefill", "requests_file", "zero", "recompute", "vp", "cp",
-        "lora_rank", "checkpoint_every", "checkpoint_mode", "checkpoint_storage"),
+        "slo_tpot_ms", "chunked_prefill", "prefill_tokens", "requests_file", "zero",
+        "recompute", "vp", "cp", "lora_rank", "checkpoint_every", "checkpoint_mode",
+        "checkpoint_storage"),
     "Federated learning": ("population", "clients_per_round", "rounds", "local_steps",
                            "network", "uplink_mbps", "downlink_mbps", "rtt_ms", "deadline_s",
                            "client_spread", "server", "update_precision"),

@@ -124,9 +124,11 @@ class Engine:
 
     def __init__(self, costs: StepCosts, requests: Requests, max_batch: int, kv_blocks: int,
                  block_tokens: int, batching: str = "continuous", max_wait_s: float = 0.0,
-                 chunk_tokens: int | None = None, arrivals: Arrivals | None = None) -> None:
+                 chunk_tokens: int | None = None, arrivals: Arrivals | None = None,
+                 prefill_tokens: int = MAX_PREFILL_TOKENS) -> None:
         self.costs, self.req = costs, requests
         self.chunk_tokens = chunk_tokens  # None: whole prompts in prefill-only steps
+        self.prefill_tokens = prefill_tokens  # the most prompt tokens a prefill-only step takes
         self.max_batch, self.kv_blocks = max_batch, kv_blocks
         self.block_tokens = block_tokens  # tokens per KV block (the stack's)
         self.batching, self.max_wait_s = batching, max_wait_s
@@ -244,11 +246,11 @@ class Engine:
     def _admit(self, waiting: deque[int], partial: list[list[int]], redo: dict[int, int],
                decoding: int, used: int) -> tuple[list[tuple[list[int], int, int]], int]:
         """This step's prefill pieces (entry, first token, tokens): whole prompts up to
-        `MAX_PREFILL_TOKENS`, or with chunking the step's token budget left by the decodes,
+        `prefill_tokens`, or with chunking the step's token budget left by the decodes,
         unfinished prompts first; waiting requests join while the batch and the KV blocks
         (their whole prompt, allocated at once) allow."""
         chunked = self.chunk_tokens is not None
-        budget = self.chunk_tokens - decoding if chunked else MAX_PREFILL_TOKENS
+        budget = self.chunk_tokens - decoding if chunked else self.prefill_tokens
         pieces = []
         for entry in partial:
             if budget <= 0:

@@ -47,8 +47,9 @@ from accelsim.results.records import Recorder
 from accelsim.sim.spec import SimulationConfig, SimulationResult
 
 SERVE_ONLY = ("batching", "length_dist", "slo_ttft_s", "slo_tpot_s", "chunked_prefill",
-              "requests_file")  # (prompt_tokens ... weight_precision: infer and serve;
-# zero, recompute: train; tp, pp, expert_parallel: every mode; `accelsim.sim.knobs`)
+              "prefill_tokens", "requests_file")
+# (prompt_tokens ... weight_precision: infer and serve; zero, recompute: train; tp, pp,
+# expert_parallel: every mode; `accelsim.sim.knobs`)
 
 
 def _formats(precision: str, weights: str | None, profile: Any, notes: list[str],

@@ -124,6 +124,15 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
         notes.append(f"chunked prefill: {plat.stack.name}'s default, {chunk:,} tokens a step "
                      "(--chunked-prefill 0 turns it off)")
     chunk = chunk or None  # 0: off, whole prompts in prefill-only steps
+    prefill = llm.get("prefill_tokens")
+    if prefill is not None and chunk is not None:
+        raise AccelsimError("prefill_tokens caps a prefill-only step; with chunked prefill "
+                            "the step's budget is chunked_prefill's: drop one (or give "
+                            "--chunked-prefill 0)")
+    if prefill is not None:
+        notes.append(f"prefill-only steps of at most {prefill:,} prompt tokens (as given; "
+                     f"default {MAX_PREFILL_TOKENS:,})")
+    prefill = prefill or MAX_PREFILL_TOKENS
     replicas = replicas_of(cfg.devices, lay, system, nodes=cfg.llm.get("nodes", 1))
     max_batch = serve.get("max_batch") or (
         cfg.scenario.batch_size if cfg.scenario.batch_size > 1
@@ -157,7 +166,7 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
     record = base_record(cfg, plat, lay, system, max_batch, "serve")
     record["notes"] = notes
     record["devices"] = lay.gpus * replicas
-    step_tokens = max(MAX_PREFILL_TOKENS, int(req.prompt.max()))
+    step_tokens = max(prefill, int(req.prompt.max()))
     block_tokens = plat.stack.figure("llm.kv_block_tokens", plat.profile.device_class)
     blocks = mem.kv_blocks(step_tokens, max_batch, block_tokens)
     longest = int((req.prompt + req.output).max())
@@ -177,7 +186,8 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
                                 pd.DataFrame())
     costs = step_costs(StepModel(plat, lay), step_tokens, max_batch, blocks * block_tokens)
     shape = (max_batch, blocks, block_tokens, batching, serve.get("max_wait_s", 0.0), chunk)
-    out = serve_requests(costs, req, replicas, *shape, clients=clients)
+    out = serve_requests(costs, req, replicas, *shape, clients=clients,
+                         prefill_tokens=prefill)
     slo = (llm.get("slo_ttft_s"), llm.get("slo_tpot_s"))
     figures = serving_figures(req, out, *slo)
     figures["engine_busy_fraction"] /= replicas
@@ -197,7 +207,8 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
         def trial(rate: float) -> tuple[Requests, Outcome]:
             drawn = draw_requests(min(n, SEARCH_REQUESTS), rate, prompt, output, dist,
                                   plat.cfg.context, seed)
-            return drawn, serve_requests(costs, drawn, replicas, *shape)
+            return drawn, serve_requests(costs, drawn, replicas, *shape,
+                                         prefill_tokens=prefill)
 
         if clients is None:
             record["max_rate_meeting_slo_per_s"] = max_rate_meeting_slo(
@@ -254,7 +265,8 @@ def step_costs(model: StepModel, step_tokens: int, max_batch: int,
 
 def serve_requests(costs: StepCosts, req: Requests, replicas: int, max_batch: int,
                    blocks: int, block_tokens: int, batching: str, max_wait_s: float,
-                   chunk: int | None, clients: Clients | None = None) -> Outcome:
+                   chunk: int | None, clients: Clients | None = None,
+                   prefill_tokens: int = MAX_PREFILL_TOKENS) -> Outcome:
     """Every replica's engine on its share of the requests, merged. NB: the load balancer
     deals requests to replicas in turn (round robin), not to the least loaded. Open loop, each
     replica runs alone; closed loop (`clients`, whose `arrival_s` is `req.arrival_s`), the
@@ -278,11 +290,12 @@ def serve_requests(costs: StepCosts, req: Requests, replicas: int, max_batch: in
         shape = (max_batch, blocks, block_tokens, batching, max_wait_s, chunk)
         if clients is None:
             part = Requests(req.arrival_s[mine], req.prompt[mine], req.output[mine])
-            merge(mine, Engine(costs, part, *shape).run())
+            merge(mine, Engine(costs, part, *shape, prefill_tokens=prefill_tokens).run())
             continue
         # a view: the clients write each arrival time as the request is dealt
         part = Requests(clients.arrival_s[k::replicas], req.prompt[mine], req.output[mine])
-        engine = Engine(costs, part, *shape, arrivals=clients.replica(k))
+        engine = Engine(costs, part, *shape, arrivals=clients.replica(k),
+                        prefill_tokens=prefill_tokens)
         engine.start()
         engines.append((mine, engine))
     if clients is not None:

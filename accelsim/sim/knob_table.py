@@ -240,6 +240,9 @@ _KNOBS = (
     Knob("chunked_prefill", "llm", "chunked_prefill", int, SERVE,
          "decoder serving: tokens per step, prompts prefilled in chunks beside the decodes (0: "
          "off; unset: the stack's default)", low=0, high=MAX_INPUT),
+    Knob("prefill_tokens", "llm", "prefill_tokens", int, SERVE,
+         "decoder serving without chunked prefill: the most prompt tokens one prefill-only "
+         "step takes (vLLM's max_num_batched_tokens; default 8,192)", low=1, high=MAX_INPUT),
     Knob("requests_file", "llm", "requests_file", str, SERVE,
          "decoder serving: CSV trace of arrival_s,prompt_tokens,output_tokens rows (or "
          "Vidur's arrived_at,num_prefill_tokens,num_decode_tokens)"),

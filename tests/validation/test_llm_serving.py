@@ -138,6 +138,25 @@ def test_a_tpot_target_alone_is_not_met_by_a_server_that_falls_behind():
     assert not meets_targets(*trial(best * 1.05), None, 0.05)
 
 
+def test_a_prefill_only_step_takes_at_most_its_token_budget():
+    costs = _costs()
+    # 40 requests of 100-token prompts arrive at once: with a 1,000-token budget a prefill
+    # step admits 10 of them, so 4 prefill steps; with 4,000 tokens, one
+    req = Requests(np.zeros(40), np.full(40, 100), np.full(40, 2))
+    small = Engine(costs, req, 64, 10_000, 16, prefill_tokens=1000).run()
+    large = Engine(costs, req, 64, 10_000, 16, prefill_tokens=4000).run()
+    assert small.prefill_steps == 4 and large.prefill_steps == 1
+    # the first tenth of the requests have their first token after one 1,000-token step
+    first = np.sort(small.first_s)[:10]
+    assert first == pytest.approx(np.full(10, 1e-3 * 1000 + 1e-6 * 10 * 100 * 101 / 2 + 0.01))
+
+
+def test_prefill_tokens_is_refused_beside_chunked_prefill():
+    with pytest.raises(AccelsimError, match="prefill_tokens caps a prefill-only step"):
+        run("llama-3.1-8b", "dgx-h100", mode="serve", rate=5, requests=50, tp=1,
+            chunked_prefill=512, prefill_tokens=4096)
+
+
 def test_a_mostly_idle_server_draws_static_power_plus_at_most_tdp_while_busy():
     from accelsim.devices.estimate import power_limits_w
     from accelsim.profiles.devices import load_profile
