@@ -75,6 +75,37 @@ def _flag_name(param: click.Parameter) -> str:
     return max(names, key=len)
 
 
+# `accelsim plan`'s own groups (its options are not simulate's knobs).
+PLAN_GROUPS: dict[str, tuple[str, ...]] = {
+    "What to search": ("hardware", "batch", "precision", "devices"),
+    "Objective and limits": ("maximize", "minimize", "p99_ms", "max_cost_per_hour",
+                             "max_power_kw"),
+    "Training scenarios": ("nodes", "epochs", "steps", "deadline_h", "min_au"),
+    "Decoders: serving a load": ("software", "tp", "pp", "max_batch", "rate",
+                                 "prompt_tokens", "output_tokens", "ttft_ms", "tpot_ms",
+                                 "requests"),
+    "Output": ("top", "plot", "report_path", "as_json", "help"),
+}
+
+
+class PlanCommand(click.Command):
+    """`accelsim plan`: its `--help` in one section per `PLAN_GROUPS` group."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        of = {name: title for title, names in PLAN_GROUPS.items() for name in names}
+        found: dict[str, list[tuple[str, str]]] = {}
+        help_option = ctx.command.get_help_option(ctx)
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx) if isinstance(param, click.Option) else None
+            if record is not None:
+                name = "help" if param is help_option else param.name or ""
+                found.setdefault(of.get(name, OTHER), []).append(record)
+        for title in [*PLAN_GROUPS, OTHER]:
+            if title in found:
+                with formatter.section(title):
+                    formatter.write_dl(found[title])
+
+
 class GroupedCommand(click.Command):
     """A command whose `--help` has one section per option group (`GROUPS`)."""
 

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from accelsim.cli.common import cli, echo_json
+from accelsim.cli.helpgroups import PlanCommand
 from accelsim.cli.plan_llm import (
     SERVING_ONLY,
     is_decoder_workload,
@@ -36,15 +37,19 @@ _COLUMNS = (("hardware", "hardware", None), ("precision", "precision", None),
             ("binds", "binds", None))
 
 
-@cli.command()
+@cli.command(cls=PlanCommand)
 @click.argument("workload")
-@click.option("--hw", "hardware", required=True, help="Devices separated by commas.")
+@click.option("--hw", "hardware", required=True,
+              help="Devices or systems separated by commas.")
 @click.option("--batch", "batch", default="1,2,4,...,128", show_default=True,
-              help="Batch sizes to search (a list, or a doubling range with ...).")
+              help="Batch sizes to search (a list, or a doubling range with ...; a training "
+              "scenario: its own batch unless given).")
 @click.option("--precision", "precision", default="fp16,int8", show_default=True,
-              help="Numeric formats to search, separated by commas.")
+              help="Numeric formats to search, separated by commas (a training scenario: "
+              "its own unless given; a decoder: fp16 unless given).")
 @click.option("--devices", "devices", default="1,2,4,8", show_default=True,
-              help="Device counts (independent replicas) to search.")
+              help="Device counts to search (inference: independent replicas; a training "
+              "scenario: GPUs per node, every one unless given).")
 @click.option("--maximize", type=click.Choice(_MAXIMIZE), help="The objective to maximise.")
 @click.option("--minimize", type=click.Choice(_MINIMIZE),
               help="The objective to minimise (cost: $ per 1,000 samples; of a training "

@@ -136,3 +136,15 @@ def test_a_long_choice_list_is_in_the_help_not_the_metavar():
 def test_no_help_line_is_wider_than_100_columns(name):
     for line in help_text(name).splitlines():
         assert len(line) <= 100, line
+
+
+def test_plan_help_has_every_option_once_in_its_own_groups():
+    from accelsim.cli.helpgroups import PLAN_GROUPS
+
+    parts = sections(help_text("plan"))
+    assert OTHER not in parts, f"options without a group: {parts.get(OTHER)}"
+    assert list(parts) == list(PLAN_GROUPS)
+    rows = {title: flags_in_rows(lines) for title, lines in parts.items()}
+    for opt in options("plan"):
+        where = [t for t, flags in rows.items() if opt.opts[0] in flags]
+        assert len(where) == 1, (opt.opts[0], where)
