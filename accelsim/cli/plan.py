@@ -23,7 +23,7 @@ from accelsim.cli.plan_llm import (
     serving_options,
     serving_plan,
 )
-from accelsim.cli.plan_text import parse_counts, plan_table
+from accelsim.cli.plan_text import not_chosen_lines, parse_counts, plan_table
 from accelsim.cli.plan_train import TRAINING_ONLY, training_options, training_plan
 from accelsim.errors import AccelsimError
 
@@ -146,13 +146,7 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
         lines += ["", f"Best {min(top, len(best))}:", plan_table(best[:top], _COLUMNS)]
     if p.front:
         lines += ["", "Front (no other is better at no more $/h):", plan_table(p.front, _COLUMNS)]
-    lines += ["", "Not chosen:"] + [f"  {n:,} {why}" for why, n in sorted(
-        p.pruned.items(), key=lambda kv: -kv[1])]
-    violated: dict[str, int] = {}
-    for r in p.rows:
-        if r["violates"]:
-            violated[r["violates"]] = violated.get(r["violates"], 0) + 1
-    lines += [f"  {n:,} break the {what} limit" for what, n in sorted(violated.items())]
+    lines += not_chosen_lines(p)
     no_price = sorted({r["hardware"] for r in p.rows if r["status"] == "simulated"
                        and r["usd_per_hour"] is None})
     if no_price:

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from accelsim.cli.common import echo_json
-from accelsim.cli.plan_text import Columns, parse_counts, plan_table
+from accelsim.cli.plan_text import Columns, not_chosen_lines, parse_counts, plan_table
 from accelsim.errors import AccelsimError
 
 # the serving plan's own options (refused on a non-decoder plan) and the inference plan's
@@ -143,13 +143,7 @@ def serving_plan(ctx: click.Context, workload: str, hardware: str, precision: st
     if p.front and p.objective != "cost":
         lines += ["", "Front (no other is better at no more $/h):", plan_table(p.front,
                                                                                _COLUMNS)]
-    lines += ["", "Not chosen:"] + [f"  {n:,} {why}" for why, n in sorted(
-        p.pruned.items(), key=lambda kv: (-kv[1], kv[0]))]
-    violated: dict[str, int] = {}
-    for r in p.rows:
-        if r["violates"]:
-            violated[r["violates"]] = violated.get(r["violates"], 0) + 1
-    lines += [f"  {n:,} break the {what} limit" for what, n in sorted(violated.items())]
+    lines += not_chosen_lines(p)
     lines += [f"  note: {n}" for n in p.notes]
     if wrote:
         lines.append(wrote)

@@ -22,16 +22,13 @@ def parse_counts(text: str, what: str) -> list[int]:
 
 def plan_table(rows: list[dict[str, Any]], columns: Columns) -> str:
     """The rows as a text table of `columns` (header, row key, scale or None for text)."""
-    from accelsim.results.textfit import text_table
+    from accelsim.results.textfit import figure_cell, text_table
 
-    def cell(v: Any, scale: float | None) -> str:
-        if v is None:
-            return "-"
-        if scale is None:
-            return str(v)
-        x = v * scale
-        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
-
-    body = [[cell(r[k], s) for _, k, s in columns] for r in rows]
+    body = [[figure_cell(r[k], s) for _, k, s in columns] for r in rows]
     numbers = [i for i, (_, _, s) in enumerate(columns) if s is not None]
     return "\n".join(text_table([h for h, _, _ in columns], body, right=numbers, shrink=0))
+
+
+def not_chosen_lines(plan: Any) -> list[str]:
+    """The plan's "Not chosen" section of the terminal text (`Plan.not_chosen`)."""
+    return ["", "Not chosen:", *(f"  {line}" for line in plan.not_chosen() or ["none"])]

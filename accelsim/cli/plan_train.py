@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from accelsim.cli.common import echo_json
-from accelsim.cli.plan_text import Columns, parse_counts, plan_table
+from accelsim.cli.plan_text import Columns, not_chosen_lines, parse_counts, plan_table
 from accelsim.errors import AccelsimError
 
 TRAINING_ONLY = ("nodes", "epochs", "steps", "deadline_h", "min_au")
@@ -116,13 +116,7 @@ def training_plan(ctx: click.Context, workload: str, hardware: str, objective: s
     if len(p.front) > 1:
         lines += ["", "Front (no other is both sooner and cheaper):",
                   plan_table(p.front, _COLUMNS)]
-    lines += ["", "Not chosen:"] + ([f"  {n:,} {why}" for why, n in sorted(
-        p.pruned.items(), key=lambda kv: (-kv[1], kv[0]))] or ["  none pruned"])
-    violated: dict[str, int] = {}
-    for r in p.rows:
-        if r["violates"]:
-            violated[r["violates"]] = violated.get(r["violates"], 0) + 1
-    lines += [f"  {n:,} simulated break the {what} limit" for what, n in sorted(violated.items())]
+    lines += not_chosen_lines(p)
     lines += [f"  note: {n}" for n in p.notes]
     if wrote:
         lines.append(wrote)

@@ -98,6 +98,18 @@ class Plan:
             -r[key] if up else r[key], -(r[self.tiebreak] or 0.0) if self.tiebreak else 0.0,
             r["order"]))
 
+    def not_chosen(self) -> list[str]:
+        """Why the rest were not chosen: the pruned by reason (most first), then the
+        simulated that break each limit; one line each."""
+        lines = [f"{n:,} {why}" for why, n in sorted(self.pruned.items(),
+                                                    key=lambda kv: (-kv[1], kv[0]))]
+        broke: dict[str, int] = {}
+        for r in self.rows:
+            if r.get("violates"):
+                broke[r["violates"]] = broke.get(r["violates"], 0) + 1
+        return lines + [f"{n:,} simulated break the {what} limit"
+                        for what, n in sorted(broke.items())]
+
     @property
     def front(self) -> list[dict[str, Any]]:
         """Rows no other feasible row beats on the objective at no more cost per hour."""

@@ -10,7 +10,7 @@ precisions, tensor and pipeline splits and the engine's batch cap.
 
 One configuration (system, stack, precision, tp, pp, cap) is one model replica; its capacity
 is the highest Poisson rate whose p99 TTFT and p99 TPOT meet the targets
-(`accelsim.llm.serve.max_rate_meeting_slo`). The offered load needs
+(`accelsim.llm.slo.max_rate_meeting_slo`). The offered load needs
 R = ceil(rate / capacity) replicas, R x tp x pp GPUs, at their rent per hour. NB: the load is
 split among replicas at random, so each sees a Poisson stream of rate / R exactly (a
 thinned Poisson process is Poisson); a router that balances load does better, so R is an

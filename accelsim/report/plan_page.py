@@ -14,23 +14,15 @@ from typing import Any
 
 from accelsim.report.cards import Card
 from accelsim.report.html import bullets, cards, embed_figure, page, pairs, section, table
+from accelsim.results.textfit import figure_cell
 
 Columns = Sequence[tuple[str, str, float | None]]  # (header, row key, scale or None: text)
-
-
-def _cell(value: Any, scale: float | None) -> str:
-    if value is None:
-        return "-"
-    if scale is None:
-        return str(value)
-    x = value * scale
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
 def _table(rows: list[dict[str, Any]], columns: Columns, table_id: str) -> str:
     numeric = [i for i, (_, _, s) in enumerate(columns) if s is not None]
     return table([h for h, _, _ in columns],
-                 [[_cell(r.get(k), s) for _, k, s in columns] for r in rows], table_id,
+                 [[figure_cell(r.get(k), s) for _, k, s in columns] for r in rows], table_id,
                  numeric=numeric)
 
 
@@ -46,7 +38,7 @@ def _chosen(plan: Any, columns: Columns, label: str) -> list[Card]:
     return [Card("chosen", label.format(**row), f"best of {len(plan.feasible)} within the "
                  "limits"),
             Card(f"{plan.objective} ({'higher' if up else 'lower'} is better)",
-                 f"{_cell(row[key], scale)} {header}"),
+                 f"{figure_cell(row[key], scale)} {header}"),
             Card("binds", row["binds"] or "no limit near", "the limit it is nearest",
                  "bottleneck")]
 
@@ -68,14 +60,7 @@ def plan_page(plan: Any, title: str, question: Sequence[tuple[str, Any]], column
         body.append(section(front_title, _table(plan.front, columns, "front")))
     if figure is not None:
         body.append(section("Figure", embed_figure(figure, f"{title}: the plan's figure")))
-    reasons = [f"{n:,} {why}" for why, n in sorted(plan.pruned.items(),
-                                                  key=lambda kv: (-kv[1], kv[0]))]
-    broke: dict[str, int] = {}
-    for r in plan.rows:
-        if r.get("violates"):
-            broke[r["violates"]] = broke.get(r["violates"], 0) + 1
-    reasons += [f"{n:,} simulated break the {what} limit" for what, n in sorted(broke.items())]
-    body.append(section("Not chosen", bullets(reasons or ["none"])))
+    body.append(section("Not chosen", bullets(plan.not_chosen() or ["none"])))
     if plan.notes:
         body.append(section("Notes", bullets(plan.notes)))
     return page(title, "".join(body), subtitle=f"{plan.objective} over {rows:,} configurations",

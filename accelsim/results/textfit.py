@@ -144,3 +144,14 @@ def frame_table(frame: Any, width: int = WIDTH) -> list[str]:
         cols.append(cells)
     rows = [list(r) for r in zip(*cols, strict=True)] if cols else []
     return text_table(headers, rows, right, width)
+
+
+def figure_cell(value: Any, scale: float | None) -> str:
+    """One table cell: "-" for None, text as it is (`scale` None), a number times `scale` with
+    thousands separators from 1,000, else 4 significant digits."""
+    if value is None:
+        return "-"
+    if scale is None:
+        return str(value)
+    x = value * scale
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"

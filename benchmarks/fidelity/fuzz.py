@@ -243,7 +243,7 @@ One answer was nonsense and is fixed since this run (in the serving model, not t
 `make_serving_plan(..., slo_ttft_ms=None, slo_tpot_ms=50)`: with only a TPOT target a
 replica's capacity search doubled the rate to its ceiling (65,536 req/s for Llama-3.1-8B
 on one H100 at a batch cap of 8); a TPOT-only target now also needs the server to keep
-up (`accelsim.llm.serve.meets_targets`: about 4 req/s there)."""
+up (`accelsim.llm.slo.meets_targets`: about 4 req/s there)."""
 
 
 def _answered_api(rows: list[dict[str, Any]]) -> list[str]:

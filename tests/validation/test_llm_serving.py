@@ -10,7 +10,7 @@ import pytest
 from accelsim.errors import AccelsimError, ConfigError
 from accelsim.llm.engine import Engine, Requests, StepCosts
 from accelsim.llm.requests import read_requests
-from accelsim.llm.serve import keeps_up, max_rate_meeting_slo, meets_slo, meets_targets
+from accelsim.llm.slo import keeps_up, max_rate_meeting_slo, meets_slo, meets_targets
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 
@@ -106,14 +106,16 @@ def test_a_trace_file_gives_the_requests(tmp_path):
         read_requests(str(path), 4096)
 
 
-def test_the_highest_rate_meeting_the_targets_is_where_p99_crosses_them():
-    costs = _costs()
+def _poisson_trial(rate):
+    """400 Poisson requests (50 prompt, 20 output tokens) at `rate` on the synthetic engine."""
+    rng = np.random.default_rng(0)
+    req = Requests(np.cumsum(rng.exponential(1 / rate, 400)), np.full(400, 50),
+                   np.full(400, 20))
+    return req, Engine(_costs(), req, 16, 10_000, 16).run()
 
-    def trial(rate):
-        rng = np.random.default_rng(0)
-        req = Requests(np.cumsum(rng.exponential(1 / rate, 400)), np.full(400, 50),
-                       np.full(400, 20))
-        return req, Engine(costs, req, 16, 10_000, 16).run()
+
+def test_the_highest_rate_meeting_the_targets_is_where_p99_crosses_them():
+    trial = _poisson_trial
 
     best = max_rate_meeting_slo(trial, 1.0, 0.5, None)
     assert best is not None and meets_slo(*trial(best), 0.5, None)
@@ -121,13 +123,7 @@ def test_the_highest_rate_meeting_the_targets_is_where_p99_crosses_them():
 
 
 def test_a_tpot_target_alone_is_not_met_by_a_server_that_falls_behind():
-    costs = _costs()
-
-    def trial(rate):
-        rng = np.random.default_rng(0)
-        req = Requests(np.cumsum(rng.exponential(1 / rate, 400)), np.full(400, 50),
-                       np.full(400, 20))
-        return req, Engine(costs, req, 16, 10_000, 16).run()
+    trial = _poisson_trial
 
     # an overloaded server still decodes at 20 ms a step: a 50 ms TPOT target alone holds at
     # any rate, but 16 sequences at 20 ms a token finish at most 16 / (20 x 0.02) = 40 req/s
