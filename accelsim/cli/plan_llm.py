@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from accelsim.cli.common import echo_json
-from accelsim.cli.plan_text import Columns, not_chosen_lines, parse_counts, plan_table
+from accelsim.cli.plan_text import Columns, closing_lines, names_list, parse_counts, plan_table
 from accelsim.errors import AccelsimError
 
 # the serving plan's own options (refused on a non-decoder plan) and the inference plan's
@@ -95,7 +95,7 @@ def serving_plan(ctx: click.Context, workload: str, hardware: str, precision: st
     if ctx.get_parameter_source("precision").name != "COMMANDLINE":
         precision = "fp16"  # NB: the inference plan's default (fp16,int8) is a CNN's
     p = make_serving_plan(
-        workload, _names(hardware), _names(serving["software"]), _names(precision),
+        workload, names_list(hardware), names_list(serving["software"]), names_list(precision),
         parse_counts(serving["tp"], "tp"), parse_counts(serving["pp"], "pp"),
         parse_counts(serving["max_batch"], "max_batch"), serving["rate"],
         serving["prompt_tokens"], serving["output_tokens"], serving["ttft_ms"],
@@ -143,15 +143,4 @@ def serving_plan(ctx: click.Context, workload: str, hardware: str, precision: st
     if p.front and p.objective != "cost":
         lines += ["", "Front (no other is better at no more $/h):", plan_table(p.front,
                                                                                _COLUMNS)]
-    lines += not_chosen_lines(p)
-    lines += [f"  note: {n}" for n in p.notes]
-    if wrote:
-        lines.append(wrote)
-    click.echo("\n".join(lines))
-
-
-def _names(text: str) -> list[str]:
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    if not names:
-        raise AccelsimError(f"{text!r}: give at least one name")
-    return names
+    click.echo("\n".join(lines + closing_lines(p, wrote)))

@@ -32,3 +32,18 @@ def plan_table(rows: list[dict[str, Any]], columns: Columns) -> str:
 def not_chosen_lines(plan: Any) -> list[str]:
     """The plan's "Not chosen" section of the terminal text (`Plan.not_chosen`)."""
     return ["", "Not chosen:", *(f"  {line}" for line in plan.not_chosen() or ["none"])]
+
+
+def closing_lines(plan: Any, wrote: str | None = None) -> list[str]:
+    """The end of a plan's terminal text: why the rest were not chosen, its notes, and the
+    line saying where its page was written (if one was)."""
+    return [*not_chosen_lines(plan), *(f"  note: {n}" for n in plan.notes),
+            *([wrote] if wrote else [])]
+
+
+def names_list(text: str) -> list[str]:
+    """Names separated by commas; AccelsimError when there is none."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise AccelsimError(f"{text!r}: give at least one name")
+    return names

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from accelsim.cli.common import echo_json
-from accelsim.cli.plan_text import Columns, not_chosen_lines, parse_counts, plan_table
+from accelsim.cli.plan_text import Columns, closing_lines, names_list, parse_counts, plan_table
 from accelsim.errors import AccelsimError
 
 TRAINING_ONLY = ("nodes", "epochs", "steps", "deadline_h", "min_au")
@@ -68,12 +68,12 @@ def training_plan(ctx: click.Context, workload: str, hardware: str, objective: s
     given = {n: ctx.get_parameter_source(n).name == "COMMANDLINE"
              for n in ("batch", "precision", "devices")}
     batches = parse_counts(opts["batch"], "batch") if given["batch"] else [sc.batch_size]
-    precisions = (_names(opts["precision"]) if given["precision"] else [sc.precision])
+    precisions = (names_list(opts["precision"]) if given["precision"] else [sc.precision])
     devices = parse_counts(opts["devices"], "devices") if given["devices"] else None
     deadline = limits.get("deadline_h")
     power = limits.get("max_power_kw")
     p = make_train_plan(
-        workload, _names(hardware), batches, precisions, devices,
+        workload, names_list(hardware), batches, precisions, devices,
         parse_counts(opts["nodes"], "nodes"), objective, opts["epochs"],
         TrainLimits(None if deadline is None else deadline * 3600.0,
                     limits.get("max_cost_per_hour"), None if power is None else power * 1e3,
@@ -116,15 +116,4 @@ def training_plan(ctx: click.Context, workload: str, hardware: str, objective: s
     if len(p.front) > 1:
         lines += ["", "Front (no other is both sooner and cheaper):",
                   plan_table(p.front, _COLUMNS)]
-    lines += not_chosen_lines(p)
-    lines += [f"  note: {n}" for n in p.notes]
-    if wrote:
-        lines.append(wrote)
-    click.echo("\n".join(lines))
-
-
-def _names(text: str) -> list[str]:
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    if not names:
-        raise AccelsimError(f"{text!r}: give at least one name")
-    return names
+    click.echo("\n".join(lines + closing_lines(p, wrote)))
