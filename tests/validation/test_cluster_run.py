@@ -14,7 +14,7 @@ from accelsim.sim.knobs import make_config
 from tests.helpers.cli import one_line_error
 
 
-def record(nodes: int, steps: int = 20, **knobs) -> dict:
+def record(nodes: int = 8, steps: int = 20, **knobs) -> dict:
     return run_simulation(make_config("resnet50-train", "dgx-a100", nodes=nodes, steps=steps,
                                       batch=64, **knobs)).record
 
@@ -99,3 +99,19 @@ def test_au_and_static_energy_follow_the_cluster() -> None:
     extra_s = slow["run_time_s"] - base["run_time_s"]
     got = slow["energy_breakdown_j"]["static"] - base["energy_breakdown_j"]["static"]
     assert got == pytest.approx(static_w * 32 * extra_s, rel=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("knobs", [
+    dict(accumulate=4), dict(overlap_allreduce=False), dict(jobs=2), dict(allreduce="tree"),
+    dict(prefetch=0),  # input-bound: the loader's pace sets the step
+    dict(storage="nas-nfs", storage_count=8, nodes=2),  # network storage, two nodes
+])
+def test_alike_nodes_match_the_one_node_model_in_every_regime(knobs) -> None:
+    knobs = {"nodes": 8, **knobs}
+    one = record(steps=15, device_spread=0.0, **knobs)
+    every = record(steps=15, device_spread=0.0, every_node=True, **knobs)
+    assert every["throughput_samples_per_s"] == pytest.approx(
+        one["throughput_samples_per_s"], rel=0.01)
+    assert every["accelerator_utilization"] == pytest.approx(
+        one["accelerator_utilization"], abs=0.02)
