@@ -90,6 +90,9 @@ class StorageMedium:
     gds_request_latency_s: float | None = None
     active_power_w: float | None = None  # None: not published
     idle_power_w: float | None = None
+    # one node's share of a storage system read by this many client nodes
+    # (`accelsim.sim.storage_system.medium`); None: the medium itself
+    share_of_clients: int | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property

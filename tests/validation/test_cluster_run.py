@@ -115,3 +115,16 @@ def test_alike_nodes_match_the_one_node_model_in_every_regime(knobs) -> None:
         one["throughput_samples_per_s"], rel=0.01)
     assert every["accelerator_utilization"] == pytest.approx(
         one["accelerator_utilization"], abs=0.02)
+
+
+def test_a_storage_system_share_is_not_shared_again(capsys) -> None:
+    # --storage-system gives each node its 1 / nodes share of the system's parts already
+    from tests.helpers.cli import run_cli
+
+    args = ("simulate", "resnet50-train", "--hw", "dgx-a100", "--nodes", "16", "--steps",
+            "15", "--dataset", "imagenet-raw", "--storage-system", "Cray_C500_4xHDR200_1host",
+            "--device-spread", "0", "--json")
+    one = json.loads(run_cli(capsys, *args)[1])
+    every = json.loads(run_cli(capsys, *args, "--every-node")[1])
+    assert every["throughput_samples_per_s"] == pytest.approx(one["throughput_samples_per_s"],
+                                                              rel=0.02)

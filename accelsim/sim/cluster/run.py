@@ -104,11 +104,14 @@ def _first_input_s(res: Any) -> float:
 
 def _network_reads(plan: Any, load: GroupLoad, nic_bytes_per_s: float) -> tuple[float, float]:
     """(bytes a node reads over the fabric per sample, the most it can read per s); (0, inf)
-    where the storage is the node's own."""
+    where the storage is the node's own. A storage system's medium (`--storage-system`) is
+    already one node's share of it."""
     medium = plan.system.storage
     if not medium.over_network:
         return 0.0, math.inf
-    shared = medium.read_bandwidth_bytes_per_s * plan.system.storage_count / plan.nodes
+    shared = medium.read_bandwidth_bytes_per_s * plan.system.storage_count
+    if medium.share_of_clients is None:  # one system serving every node
+        shared /= plan.nodes
     cap = min(shared, load.storage_cap_bytes_per_s(nic_bytes_per_s), nic_bytes_per_s)
     return plan.dataset.stored_bytes_per_sample, cap
 

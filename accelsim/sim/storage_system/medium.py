@@ -69,7 +69,7 @@ def node_medium(storage: StorageSystem, node: System, clients: int,
         random_read_4k_iops=max(drive.random_read_4k_iops * drives, 1.0),
         request_latency_s=parts.request_latency_s,
         max_concurrency=max(int(drive.max_concurrency * drives), 1),
-        active_power_w=None, idle_power_w=None)
+        active_power_w=None, idle_power_w=None, share_of_clients=clients)
     note = (f"storage system {storage.name} ({storage.fs.name}) read by {clients} client "
             f"node(s) like this one: this node's share {bw / 1e9:.2f} GB/s, set by {name}; "
             "the other clients are taken to read alike")
