@@ -24,6 +24,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: this checkout's accelsim
+from benchmarks.report_io import cpu_name  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "dask_scaling.md"
 WORKLOAD, HW = "resnet50-train", "dgx-a100"
@@ -85,11 +86,7 @@ def run_once(client: Any, serial: Any) -> dict[str, Any]:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    with open("/proc/cpuinfo", encoding="utf-8") as fh:
-        names = [line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")]
-    if names:
-        cpu = names[0]
+    cpu = cpu_name()
     import distributed
 
     return (f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}, "

@@ -25,6 +25,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repo root: benchmarks.* and this checkout's accelsim
+from benchmarks.report_io import cpu_name  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "sweep_speed.md"
 INFER = ["resnet50", "--hw", "a100,h100,v100,t4,l4", "--precision", "fp16,fp32",
@@ -55,11 +56,7 @@ def run_s(args: list[str], workers: int, points: int) -> tuple[float, float]:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    with open("/proc/cpuinfo", encoding="utf-8") as fh:
-        names = [line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")]
-    if names:
-        cpu = names[0]
+    cpu = cpu_name()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return (f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
             f"Python {platform.python_version()}; load average before the runs {load}")
