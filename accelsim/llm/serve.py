@@ -79,6 +79,9 @@ def serve_record(cfg: Any, plat: Platform, lay: Layout, mem: MemoryPlan, system:
                      "(--chunked-prefill 0 turns it off)")
     chunk = chunk or None  # 0: off, whole prompts in prefill-only steps
     prefill = llm.get("prefill_tokens")
+    if prefill is not None and batching != "continuous":
+        raise AccelsimError("prefill_tokens caps a prefill step of continuous batching; a "
+                            "static batch prefills all its prompts at once: drop it")
     if prefill is not None and chunk is not None:
         raise AccelsimError("prefill_tokens caps a prefill-only step; with chunked prefill "
                             "the step's budget is chunked_prefill's: drop one (or give "

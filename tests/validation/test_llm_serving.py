@@ -147,10 +147,13 @@ def test_a_prefill_only_step_takes_at_most_its_token_budget():
     assert first == pytest.approx(np.full(10, 1e-3 * 1000 + 1e-6 * 10 * 100 * 101 / 2 + 0.01))
 
 
-def test_prefill_tokens_is_refused_beside_chunked_prefill():
+def test_prefill_tokens_is_refused_where_no_step_reads_it():
     with pytest.raises(AccelsimError, match="prefill_tokens caps a prefill-only step"):
         run("llama-3.1-8b", "dgx-h100", mode="serve", rate=5, requests=50, tp=1,
             chunked_prefill=512, prefill_tokens=4096)
+    with pytest.raises(AccelsimError, match="static batch prefills all its prompts"):
+        run("llama-3.1-8b", "dgx-h100", mode="serve", rate=5, requests=50, tp=1,
+            batching="static", prefill_tokens=4096)
 
 
 def test_a_mostly_idle_server_draws_static_power_plus_at_most_tdp_while_busy():
