@@ -84,6 +84,7 @@ PLAN_GROUPS: dict[str, tuple[str, ...]] = {
     "Decoders: serving a load": ("software", "tp", "pp", "max_batch", "rate",
                                  "prompt_tokens", "output_tokens", "ttft_ms", "tpot_ms",
                                  "requests"),
+    "Running the search": ("workers", "resume"),
     "Output": ("top", "plot", "report_path", "as_json", "help"),
 }
 

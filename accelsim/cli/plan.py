@@ -66,13 +66,20 @@ _COLUMNS = (("hardware", "hardware", None), ("precision", "precision", None),
               help="Write the plan as one HTML page: the answer, the question, the best, the "
               "front, the figure, why the rest were not chosen.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Processes to simulate in (inference and training plans; a decoder's "
+              "serving plan runs in one).")
+@click.option("--resume", "resume", type=click.Path(dir_okay=False),
+              help="SQLite file keeping every simulated configuration: a rerun (after a "
+              "kill, or with more to search) reads back those already there.")
 @serving_options
 @training_options
 @click.pass_context
 def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision: str,
          devices: str, maximize: str | None, minimize: str | None, p99_ms: float | None,
          max_cost_per_hour: float | None, max_power_kw: float | None, top: int,
-         plot: str | None, report_path: str | None, as_json: bool, **serving: Any) -> None:
+         plot: str | None, report_path: str | None, as_json: bool, workers: int,
+         resume: str | None, **serving: Any) -> None:
     """The best inference configurations of a WORKLOAD (devices, precisions, batches, device
     counts) for an objective under limits, the front against cost per hour, and what binds;
     for a decoder, the cheapest way to serve a load under TTFT/TPOT targets; for a training
@@ -85,9 +92,13 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
     training = {k: serving.pop(k) for k in TRAINING_ONLY}
     if is_decoder_workload(workload):
         refuse_given(ctx, TRAINING_ONLY, "a training scenario's plan")
+        if workers > 1:
+            raise AccelsimError(f"--workers {workers}: a decoder's serving plan runs in one "
+                                "process (each configuration's search starts from the "
+                                "cheapest served before it); --resume keeps its runs")
         serving_plan(ctx, workload, hardware, precision, maximize or minimize,
                      max_cost_per_hour, top, as_json,
-                     {**serving, "report": report_path, "plot": plot})
+                     {**serving, "report": report_path, "plot": plot, "resume": resume})
         return
     refuse_given(ctx, SERVING_ONLY, "a decoder's serving plan")
     if resolve_workload(workload).mode == "train":
@@ -97,7 +108,8 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
                        "max_cost_per_hour": max_cost_per_hour, "max_power_kw": max_power_kw},
                       top, as_json, {**training, "batch": batch, "precision": precision,
                                      "devices": devices, "plot": plot,
-                                     "report": report_path})
+                                     "report": report_path, "workers": workers,
+                                     "resume": resume})
         return
     refuse_given(ctx, TRAINING_ONLY, "a training scenario's plan")
     if minimize == "time-to-train":
@@ -114,8 +126,9 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
                   parse_counts(batch, "batch"),
                   [x.strip() for x in precision.split(",") if x.strip()],
                   parse_counts(devices, "devices"), maximize or minimize, p99_ms,
-                  max_cost_per_hour, max_power_kw)
-    counts = {"configurations": len(p.rows), "simulated": p.simulated, "pruned": p.pruned}
+                  max_cost_per_hour, max_power_kw, workers=workers, resume=resume)
+    counts = {"configurations": len(p.rows), "simulated": p.simulated, "resumed": p.resumed,
+              "pruned": p.pruned}
     if plot:
         from accelsim.plots.plan import plan_figure
         from accelsim.plots.style import save_figure

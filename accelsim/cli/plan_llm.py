@@ -99,11 +99,13 @@ def serving_plan(ctx: click.Context, workload: str, hardware: str, precision: st
         parse_counts(serving["tp"], "tp"), parse_counts(serving["pp"], "pp"),
         parse_counts(serving["max_batch"], "max_batch"), serving["rate"],
         serving["prompt_tokens"], serving["output_tokens"], serving["ttft_ms"],
-        serving["tpot_ms"], objective, max_cost_per_hour, serving["requests"])
+        serving["tpot_ms"], objective, max_cost_per_hour, serving["requests"],
+        resume=serving.get("resume"))
     for r in p.rows:  # the replica's shape, as the table prints it
         r["split"] = f"{r['replicas'] or '?'} x tp{r['tp']}" + (f" pp{r['pp']}" if r["pp"] > 1
                                                                else "")
-    counts = {"configurations": len(p.rows), "simulated": p.simulated, "pruned": p.pruned}
+    counts = {"configurations": len(p.rows), "simulated": p.simulated, "resumed": p.resumed,
+              "pruned": p.pruned}
     if serving.get("plot"):
         from accelsim.plots.plan_llm import serving_plan_figure
         from accelsim.plots.style import save_figure

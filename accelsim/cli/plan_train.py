@@ -77,8 +77,10 @@ def training_plan(ctx: click.Context, workload: str, hardware: str, objective: s
         parse_counts(opts["nodes"], "nodes"), objective, opts["epochs"],
         TrainLimits(None if deadline is None else deadline * 3600.0,
                     limits.get("max_cost_per_hour"), None if power is None else power * 1e3,
-                    opts["min_au"]), opts["steps"], top)
-    counts = {"configurations": len(p.rows), "simulated": p.simulated, "pruned": p.pruned}
+                    opts["min_au"]), opts["steps"], top, workers=opts["workers"],
+        resume=opts["resume"])
+    counts = {"configurations": len(p.rows), "simulated": p.simulated, "resumed": p.resumed,
+              "pruned": p.pruned}
     if opts["plot"]:
         from accelsim.plots.plan_train import train_plan_figure
         from accelsim.plots.style import save_figure

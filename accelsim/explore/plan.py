@@ -33,10 +33,11 @@ from typing import Any
 from accelsim.arguments import keywords, name_or_path, names_or_paths, positive, whole_numbers
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.explore.compare import device_roof
+from accelsim.explore.evaluate import Evaluator, from_spec, resumed_notes
 from accelsim.numbers import shown
 from accelsim.profiles.hardware import resolve_hardware
 from accelsim.run import run_simulation
-from accelsim.sim.knobs import KNOBS, make_config
+from accelsim.sim.knobs import KNOBS
 from accelsim.workload.scenario import Scenario
 
 # objective name -> (the row's figure, larger is better)
@@ -79,7 +80,8 @@ class Limits:
 class Plan:
     rows: list[dict[str, Any]]
     objective: str
-    simulated: int = 0
+    simulated: int = 0  # configurations simulated (those read from a resume store included)
+    resumed: int = 0  # of them, read from the resume store
     pruned: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     objectives: dict[str, tuple[str, bool]] = field(default_factory=lambda: OBJECTIVES)
@@ -161,9 +163,13 @@ def make_plan(workload: str | PathLike[str] | Scenario, hardware: Sequence[str |
               precisions: Sequence[str], counts: Sequence[int], objective: str,
               p99_ms: float | None = None, max_usd_per_hour: float | None = None,
               max_power_kw: float | None = None, knobs: dict[str, Any] | None = None,
-              run: Callable[..., Any] = run_simulation) -> Plan:
+              run: Callable[..., Any] = run_simulation, workers: int = 1,
+              resume: str | PathLike[str] | None = None) -> Plan:
     """The plan (see the module docstring); bad input raises `AccelsimError` of one line
-    naming the argument (a workload or hardware may be a `pathlib.Path`)."""
+    naming the argument (a workload or hardware may be a `pathlib.Path`). `workers` > 1
+    searches the (device, precision) pairs in that many processes; `resume` (an SQLite path)
+    keeps every simulated record and reads back those already there
+    (`accelsim.explore.evaluate`): the same plan either way."""
     if not isinstance(objective, str) or objective not in OBJECTIVES:
         raise AccelsimError(f"objective {shown(objective)}: choose one of "
                             f"{', '.join(OBJECTIVES)}")
@@ -180,40 +186,63 @@ def make_plan(workload: str | PathLike[str] | Scenario, hardware: Sequence[str |
                     None if max_power_kw is None else max_power_kw * 1e3)
     plan = Plan([], objective)
     key, up = OBJECTIVES[objective]
+    ev = Evaluator(run, workers, resume)
+    pairs = [(hw, precision) for hw in hardware for precision in precisions]
+    try:
+        searched = ev.map(_search_task, [(ev.spec(), workload, hw, precision, batches, limits,
+                                          key, up, knobs or {}) for hw, precision in pairs])
+    finally:
+        ev.close()
     order = 0
-    for hw in hardware:
-        for precision in precisions:
-            results = _search(plan, workload, hw, precision, batches, limits, key, up,
-                              knobs or {}, run)
-            for batch in batches:
-                status, reason, record = results[batch]
-                for count in counts:
-                    st = status if status != "simulated" or count == 1 else "replicas"
-                    row = _row(hw, precision, batch, count, record, st, reason, order)
-                    order += 1
-                    violates, nearest = ((None, None) if record is None
-                                         else limits.binding(row))
-                    row["violates"], row["binds"] = violates, nearest
-                    plan.rows.append(row)
+    for (hw, precision), (results, notes, simulated, resumed) in zip(pairs, searched,
+                                                                      strict=True):
+        plan.notes += notes
+        plan.simulated += simulated + resumed
+        plan.resumed += resumed
+        for batch in batches:
+            status, reason, record = results[batch]
+            for count in counts:
+                st = status if status != "simulated" or count == 1 else "replicas"
+                row = _row(hw, precision, batch, count, record, st, reason, order)
+                order += 1
+                violates, nearest = ((None, None) if record is None
+                                     else limits.binding(row))
+                row["violates"], row["binds"] = violates, nearest
+                plan.rows.append(row)
+    plan.notes += resumed_notes(plan, resume)
     for row in plan.rows:
         if row["status"] not in ("simulated", "replicas"):
             plan.pruned[row["reason"]] = plan.pruned.get(row["reason"], 0) + 1
     return plan
 
 
-def _search(plan: Plan, workload: str, hw: str, precision: str, batches: list[int],
-            limits: Limits, key: str, up: bool, knobs: dict[str, Any],
-            run: Callable[..., Any]) -> dict[int, tuple[str, str | None, dict | None]]:
+Searched = tuple[dict[int, tuple[str, str | None, dict | None]], list[str], int, int]
+
+
+def _search_task(item: tuple[Any, ...]) -> Searched:
+    """One (device, precision) searched with its own evaluator (what a worker runs): its
+    batches, notes, and records simulated and read from the store."""
+    spec, *args = item
+    ev = from_spec(spec)
+    notes: list[str] = []
+    try:
+        out = _search(ev, notes, *args)
+    finally:
+        ev.close()
+    return out, notes, ev.simulated, ev.resumed
+
+
+def _search(ev: Evaluator, notes: list[str], workload: str, hw: str, precision: str,
+            batches: list[int], limits: Limits, key: str, up: bool, knobs: dict[str, Any]
+            ) -> dict[int, tuple[str, str | None, dict | None]]:
     """Each batch of one (device, precision): (status, reason, record or None)."""
     out: dict[int, tuple[str, str | None, dict | None]] = {}
     records: dict[int, dict[str, Any]] = {}
 
     def sim(batch: int) -> dict[str, Any] | None:
         if batch not in records:
-            cfg = make_config(workload, hw, mode="infer", batch=batch, precision=precision,
-                              **knobs)
-            plan.simulated += 1
-            records[batch] = run(cfg, detail=False).record
+            records[batch] = ev.record(workload, hw, {"mode": "infer", "batch": batch,
+                                                      "precision": precision, **knobs})
         return records[batch]
 
     def ok(batch: int) -> bool:
@@ -256,8 +285,8 @@ def _search(plan: Plan, workload: str, hw: str, precision: str, batches: list[in
     lat = [(b, records[b].get("latency_s")) for b in sorted(records)]
     if any(a[1] is not None and c[1] is not None and c[1] < a[1] for a, c in zip(
             lat, lat[1:], strict=False)):
-        plan.notes.append(f"{hw} {precision}: latency fell as the batch grew between simulated "
-                          "points; the bisection's premise fails there")
+        notes.append(f"{hw} {precision}: latency fell as the batch grew between simulated "
+                     "points; the bisection's premise fails there")
     for b in allowed:
         if b in records:
             rec = records[b]

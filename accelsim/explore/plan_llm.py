@@ -45,6 +45,7 @@ from typing import Any
 from accelsim.arguments import keywords, names_or_paths, positive, whole_number, whole_numbers
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.explore.compare import device_roof
+from accelsim.explore.evaluate import Evaluator, resumed_notes
 from accelsim.explore.plan import Plan, plan_workload
 from accelsim.numbers import shown
 from accelsim.profiles.hardware import resolve_hardware
@@ -76,9 +77,13 @@ def make_serving_plan(workload: str | PathLike[str], hardware: Sequence[str | Pa
                       slo_tpot_ms: float | None, objective: str,
                       max_usd_per_hour: float | None = None, requests: int = 2000,
                       knobs: dict[str, Any] | None = None,
-                      run: Callable[..., Any] = run_simulation) -> Plan:
+                      run: Callable[..., Any] = run_simulation,
+                      resume: str | PathLike[str] | None = None) -> Plan:
     """The plan (see the module docstring); bad input raises `AccelsimError` of one line
-    naming the argument (a workload or hardware may be a `pathlib.Path`)."""
+    naming the argument (a workload or hardware may be a `pathlib.Path`). `resume` (an
+    SQLite path) keeps every simulated record and reads back those already there
+    (`accelsim.explore.evaluate`; NB: one process: each configuration's search depends on
+    the cheapest served before it)."""
     if not isinstance(objective, str) or objective not in SERVING_OBJECTIVES:
         raise AccelsimError(f"objective {shown(objective)} for a serving plan: choose one of "
                             f"{', '.join(SERVING_OBJECTIVES)}")
@@ -113,12 +118,13 @@ def make_serving_plan(workload: str | PathLike[str], hardware: Sequence[str | Pa
         raise AccelsimError(f"workload {shown(workload)}: a serving plan needs a decoder config "
                             "(a name of workloads/llm/ or a .json file)")
 
+    ev = Evaluator(run, 1, resume)
+
     def simulate(hw: str, sw: str, prec: str, tp: int, pp: int, cap: int, rate: float,
                  n: int) -> dict[str, Any]:
-        cfg = make_config(workload, hw, software=sw, precision=prec, tp=tp, pp=pp,
-                          max_batch=cap, **{**base, "rate": rate, "requests": n})
-        plan.simulated += 1
-        return run(cfg, detail=False).record
+        return ev.record(workload, hw, {"software": sw, "precision": prec, "tp": tp,
+                                        "pp": pp, "max_batch": cap,
+                                        **{**base, "rate": rate, "requests": n}})
 
     def describe(hw: str, sw: str, prec: str, tp: int, pp: int) -> tuple[Any, str]:
         """(the decoder's config, its weights' format), unsimulated."""
@@ -129,38 +135,44 @@ def make_serving_plan(workload: str | PathLike[str], hardware: Sequence[str | Pa
               for prec in precisions for tp in sorted(set(tps)) for pp in sorted(set(pps))]
     rent = {s: _rent_per_replica(s[0], s[3] * s[4], (knobs or {})) for s in splits}
     incumbent = math.inf  # the cheapest served configuration so far (objective cost)
-    # the cheapest replicas first, so that the incumbent prunes early
-    for split in sorted(splits, key=lambda s: (rent[s] is None, rent[s] or 0.0)):
-        if objective != "throughput" and rent[split] is None:
-            for cap in sorted(set(caps)):
-                plan.rows.append(_row(*split, cap, "pruned", (
-                    "no price for its device (hw_profiles/prices/; or --usd-per-device-hour)"),
-                    None, rate_per_s, 0))
-            continue
-        if objective == "cost" and rent[split] > incumbent:
-            for cap in sorted(set(caps)):
-                plan.rows.append(_row(*split, cap, "pruned", (
-                    "one replica's rent alone is above the cheapest configuration served"),
-                    None, rate_per_s, 0))
-            continue
-        mine = _split(plan, simulate, describe, *split, sorted(set(caps)), rate_per_s,
-                      prompt_tokens, slo_ttft_ms, slo_tpot_ms)
-        if objective == "cost":
-            best = min((r for r in mine if r["status"] == "searched"
-                        and r["usd_per_hour"] is not None and r["usd_per_hour"] < incumbent),
-                       key=lambda r: r["usd_per_hour"], default=None)
-            if best is not None:
-                _serve_at_load(best, simulate, rate_per_s, requests, slo_ttft_ms, slo_tpot_ms,
-                               max_usd_per_hour)
-                if best["violates"] is None:
-                    incumbent = min(incumbent, best["usd_per_hour"])
-    position = {(*s, c): i for i, (s, c) in enumerate(
-        (s, c) for s in splits for c in sorted(set(caps)))}
-    plan.rows.sort(key=lambda r: position[(r["hardware"], r["software"], r["precision"],
-                                           r["tp"], r["pp"], r["max_batch"])])
-    for i, row in enumerate(plan.rows):
-        row["order"] = i
-    _verify(plan, simulate, rate_per_s, requests, slo_ttft_ms, slo_tpot_ms, max_usd_per_hour)
+    try:
+        # the cheapest replicas first, so that the incumbent prunes early
+        for split in sorted(splits, key=lambda s: (rent[s] is None, rent[s] or 0.0)):
+            if objective != "throughput" and rent[split] is None:
+                for cap in sorted(set(caps)):
+                    plan.rows.append(_row(*split, cap, "pruned", (
+                        "no price for its device (hw_profiles/prices/; or --usd-per-device-hour)"),
+                        None, rate_per_s, 0))
+                continue
+            if objective == "cost" and rent[split] > incumbent:
+                for cap in sorted(set(caps)):
+                    plan.rows.append(_row(*split, cap, "pruned", (
+                        "one replica's rent alone is above the cheapest configuration served"),
+                        None, rate_per_s, 0))
+                continue
+            mine = _split(plan, simulate, describe, *split, sorted(set(caps)), rate_per_s,
+                          prompt_tokens, slo_ttft_ms, slo_tpot_ms)
+            if objective == "cost":
+                best = min((r for r in mine if r["status"] == "searched"
+                            and r["usd_per_hour"] is not None and r["usd_per_hour"] < incumbent),
+                           key=lambda r: r["usd_per_hour"], default=None)
+                if best is not None:
+                    _serve_at_load(best, simulate, rate_per_s, requests, slo_ttft_ms, slo_tpot_ms,
+                                   max_usd_per_hour)
+                    if best["violates"] is None:
+                        incumbent = min(incumbent, best["usd_per_hour"])
+        position = {(*s, c): i for i, (s, c) in enumerate(
+            (s, c) for s in splits for c in sorted(set(caps)))}
+        plan.rows.sort(key=lambda r: position[(r["hardware"], r["software"], r["precision"],
+                                               r["tp"], r["pp"], r["max_batch"])])
+        for i, row in enumerate(plan.rows):
+            row["order"] = i
+        _verify(plan, simulate, rate_per_s, requests, slo_ttft_ms, slo_tpot_ms,
+                max_usd_per_hour)
+    finally:
+        ev.close()
+    plan.simulated, plan.resumed = ev.simulated + ev.resumed, ev.resumed
+    plan.notes += resumed_notes(plan, resume)
     for row in plan.rows:
         if row["status"] not in ("simulated", "searched"):
             plan.pruned[row["reason"]] = plan.pruned.get(row["reason"], 0) + 1

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from os import PathLike
 from typing import Any
 
 from accelsim.arguments import (
@@ -36,6 +37,7 @@ from accelsim.arguments import (
 )
 from accelsim.devices.estimate import estimate
 from accelsim.errors import AccelsimError, PrecisionError
+from accelsim.explore.evaluate import Evaluator, Failure, resumed_notes
 from accelsim.explore.plan import Plan
 from accelsim.numbers import shown
 from accelsim.profiles.datasets import load_dataset
@@ -43,7 +45,6 @@ from accelsim.profiles.hardware import host_cpu, resolve_hardware
 from accelsim.profiles.prices import device_price
 from accelsim.run import run_simulation
 from accelsim.sim.knob_table import KNOBS
-from accelsim.sim.knobs import make_config
 from accelsim.workload.scenario import resolve_workload
 
 # objective -> (the row's figure, larger is better)
@@ -129,9 +130,12 @@ def make_train_plan(workload: str, systems: Sequence[str], batches: Sequence[int
                     objective: str, epochs: int = 1, limits: TrainLimits | None = None,
                     steps: int = DEFAULT_STEPS, top: int = 5,
                     knobs: dict[str, Any] | None = None,
-                    run: Callable[..., Any] = run_simulation) -> TrainPlan:
+                    run: Callable[..., Any] = run_simulation, workers: int = 1,
+                    resume: str | PathLike[str] | None = None) -> TrainPlan:
     """The training plan (see the module docstring); `devices` per node (None: each system's
-    every accelerator). Bad input raises `AccelsimError`."""
+    every accelerator). `workers` > 1 simulates that many configurations at a time, in
+    processes; `resume` (an SQLite path) keeps every simulated record and reads back those
+    already there (`accelsim.explore.evaluate`). Bad input raises `AccelsimError`."""
     if not isinstance(objective, str) or objective not in TRAIN_OBJECTIVES:
         raise AccelsimError(f"objective {shown(objective)} for a training plan: choose one of "
                             f"{', '.join(TRAIN_OBJECTIVES)}")
@@ -181,7 +185,13 @@ def make_train_plan(workload: str, systems: Sequence[str], batches: Sequence[int
                             row.update(status="pruned", reason=cut)
                             continue
                         candidates.append((row, samples))
-    _branch_and_bound(plan, candidates, workload, key, up, limits, steps, top, knobs, run)
+    ev = Evaluator(run, workers, resume)
+    try:
+        _branch_and_bound(plan, candidates, workload, key, up, limits, steps, top, knobs, ev)
+    finally:
+        ev.close()
+    plan.simulated, plan.resumed = ev.simulated + ev.resumed, ev.resumed
+    plan.notes += resumed_notes(plan, resume)
     for row in plan.rows:
         if row["status"] != "simulated":
             plan.pruned[row["reason"]] = plan.pruned.get(row["reason"], 0) + 1
@@ -245,38 +255,49 @@ def _optimistic(row: dict[str, Any], key: str) -> float | None:
 
 def _branch_and_bound(plan: Plan, candidates: list[tuple[dict[str, Any], int]], workload: str,
                       key: str, up: bool, limits: TrainLimits, steps: int, top: int,
-                      knobs: dict[str, Any], run: Callable[..., Any]) -> None:
-    """Simulate the candidates best bound first until no bound can beat the `top`-th best."""
+                      knobs: dict[str, Any], ev: Evaluator) -> None:
+    """Simulate the candidates best bound first until no bound can beat the `top`-th best,
+    `ev.workers` at a time (a wave: the next candidates the rows simulated so far do not
+    prune; NB: a wave may simulate a row one at a time would have pruned, never the reverse,
+    so the best rows are the same)."""
     def order(item: tuple[dict[str, Any], int]) -> tuple[float, int]:
         b = _optimistic(item[0], key)
         return (math.inf if b is None else (-b if up else b), item[0]["order"])
 
-    found: list[float] = []  # the objective of the feasible simulated rows
-    for row, samples in sorted(candidates, key=order):
+    def beaten(row: dict[str, Any]) -> bool:
         b = _optimistic(row, key)
-        if b is not None and len(found) >= top:
-            kth = sorted(found, reverse=up)[top - 1]
-            if (b <= kth) if up else (b >= kth):
+        if b is None or len(found) < top:
+            return False
+        kth = sorted(found, reverse=up)[top - 1]
+        return (b <= kth) if up else (b >= kth)
+
+    found: list[float] = []  # the objective of the feasible simulated rows
+    queue = sorted(candidates, key=order)
+    while queue:
+        wave = []
+        while queue and len(wave) < ev.workers:
+            row, samples = queue.pop(0)
+            if beaten(row):
                 row.update(status="pruned", reason=f"its bound cannot beat the {top} best "
                            "simulated")
-                continue
-        _simulate(plan, row, samples, workload, steps, knobs, run)
-        if row["status"] == "simulated":
-            row["violates"], row["binds"] = limits.binding(row)
-            if row["violates"] is None and row[key] is not None:
-                found.append(row[key])
+            else:
+                wave.append((row, samples))
+        outcomes = ev.records([(workload, row["hardware"], {
+            "mode": "train", "batch": row["batch"], "precision": row["precision"],
+            "devices": row["devices"], "nodes": row["nodes"], "steps": steps, **knobs})
+            for row, _ in wave])
+        for (row, samples), outcome in zip(wave, outcomes, strict=True):
+            _fill(row, samples, outcome)
+            if row["status"] == "simulated":
+                row["violates"], row["binds"] = limits.binding(row)
+                if row["violates"] is None and row[key] is not None:
+                    found.append(row[key])
 
 
-def _simulate(plan: Plan, row: dict[str, Any], samples: int, workload: str, steps: int,
-              knobs: dict[str, Any], run: Callable[..., Any]) -> None:
-    cfg = make_config(workload, row["hardware"], mode="train", batch=row["batch"],
-                      precision=row["precision"], devices=row["devices"], nodes=row["nodes"],
-                      steps=steps, **knobs)
-    plan.simulated += 1
-    try:
-        rec = run(cfg, detail=False).record
-    except AccelsimError as err:
-        row.update(status="infeasible", reason=str(err).split(":")[0][:120])
+def _fill(row: dict[str, Any], samples: int, rec: dict[str, Any] | Failure) -> None:
+    """`row`'s figures from its simulated record (or why it could not run)."""
+    if isinstance(rec, Failure):
+        row.update(status="infeasible", reason=rec.message.split(":")[0][:120])
         return
     thr = rec["throughput_samples_per_s"]
     cost = rec.get("cost") or {}

@@ -39,7 +39,14 @@ CREATE TABLE IF NOT EXISTS points (
     pid INTEGER NOT NULL,      -- the process that stored it
     finished_unix_s REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS records (
+    key TEXT PRIMARY KEY,      -- a plan's configuration (accelsim.explore.evaluate)
+    row TEXT NOT NULL,         -- its result record, JSON
+    pid INTEGER NOT NULL,
+    finished_unix_s REAL NOT NULL
+);
 """
+TABLES = ("points", "records")  # a sweep's rows; a plan's records
 PARQUET = (".parquet", ".pq")
 # Row columns that are figures: a number there is from 0 to MAX_FIGURE (or NaN: not
 # applicable). NB: 1e30 is past any figure a run gives (FLOPs of the largest model at the
@@ -47,6 +54,20 @@ PARQUET = (".parquet", ".pq")
 MAX_FIGURE = 1e30
 _FIGURE_ENDS = ("_s", "_per_s", "_j", "_w", "_bytes", "_per_j", "_per_sample", "utilization",
                 "mfu", "offered_load", "largest_batch_that_fits")
+
+
+def record_damage(text: str) -> str | None:
+    """Why a stored plan record's JSON `text` is not a record a plan wrote (None: it is one):
+    not a JSON object, or no `hardware` section."""
+    try:
+        record = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as err:
+        return f"not JSON ({str(err)[:80]})"
+    if not isinstance(record, dict):
+        return f"not a record but {type(record).__name__ if record is not None else 'null'}"
+    if not isinstance(record.get("hardware"), dict):
+        return "no hardware section"
+    return None
 
 
 def damage(text: str) -> str | None:
@@ -70,9 +91,14 @@ def damage(text: str) -> str | None:
 
 
 class ResumeStore:
-    """An open resume store at `path` (created if missing). Not shared between threads."""
+    """An open resume store at `path` (created if missing), holding a sweep's rows (`table`
+    "points") or a plan's records ("records"). Not shared between threads."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], table: str = "points") -> None:
+        if table not in TABLES:
+            raise ValueError(f"table {table!r}: one of {TABLES}")
+        self.table = table
+        self._damage = damage if table == "points" else record_damage
         self.path = Path(path)
         self.damaged: dict[str, str] = {}  # key -> why its stored row was not taken
         if self.path.suffix.lower() in PARQUET:
@@ -111,7 +137,7 @@ class ResumeStore:
     def finished(self, keys: list[str] | None = None) -> dict[str, dict[str, Any]]:
         """The stored rows by key: of `keys` only, or all of them."""
         try:
-            stored = self._db.execute("SELECT key, row FROM points").fetchall()
+            stored = self._db.execute(f"SELECT key, row FROM {self.table}").fetchall()
         except sqlite3.Error as err:
             raise AccelsimError(f"--resume {self.path}: cannot read: {err}") from None
         wanted = None if keys is None else set(keys)
@@ -119,7 +145,7 @@ class ResumeStore:
         for key, text in stored:
             if wanted is not None and key not in wanted:
                 continue
-            why = damage(text)
+            why = self._damage(text)
             if why is None:
                 rows[key] = json.loads(text)
             else:
@@ -132,7 +158,7 @@ class ResumeStore:
         verb = "REPLACE" if key in self.damaged else "IGNORE"
         try:
             with self._db:
-                self._db.execute(f"INSERT OR {verb} INTO points VALUES (?, ?, ?, ?)",
+                self._db.execute(f"INSERT OR {verb} INTO {self.table} VALUES (?, ?, ?, ?)",
                                  (key, json.dumps(row), os.getpid(), time.time()))
         except sqlite3.Error as err:
             raise AccelsimError(f"--resume {self.path}: cannot store a point: {err}") from None

@@ -46,6 +46,7 @@ from accelsim.interconnect.nccl import achievable, contention_share
 from accelsim.profiles.hardware import host_clock_hz, host_cpu_profile
 from accelsim.profiles.links import Link
 from accelsim.results import metrics
+from accelsim.sim.collector import gc_paused
 from accelsim.sim.config import TrainConfig, TrainPlan, power_bounds_w, resolve_config
 from accelsim.sim.hostprep import prep_scale
 from accelsim.sim.part_energy import part_energy_j
@@ -226,6 +227,7 @@ def _static_w(plan: TrainPlan, notes: list[str]) -> float:
         return 0.0
 
 
+@gc_paused
 def simulate_training(config: TrainConfig) -> TrainResult:
     """Run one training simulation; AccelsimError for impossible settings."""
     plan = resolve_config(config)

@@ -34,6 +34,8 @@ from accelsim.profiles.systems import load_system  # noqa: E402
 from accelsim.sim.config import TrainConfig  # noqa: E402
 from accelsim.sim.run import TrainResult, simulate_training  # noqa: E402
 from accelsim.workload.scenario import resolve_workload  # noqa: E402
+from benchmarks.report_io import cpu_name  # noqa: E402
+from benchmarks.speed.startup import load, simpy_reference  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "pipeline_speed.md"
 NULL_OP_TIME_S = 5e-4
@@ -76,24 +78,34 @@ def baseline_epoch_s(checkout: Path, dataset: str | None) -> tuple[float, float]
     return float(out[0]), float(out[1])
 
 
+def reference_cpu_s() -> float:
+    """CPU seconds of the fixed reference (100,000 bare SimPy timeouts, `startup.py`)."""
+    c0 = time.process_time()
+    simpy_reference()
+    return time.process_time() - c0
+
+
 def time_epoch(dataset: str | None, profile: Any, repeat: int, baseline: Path | None = None
-               ) -> tuple[float, float, TrainResult, tuple[float, float] | None]:
-    """Medians of (wall s, CPU s) of one epoch, its result, and the baseline's medians (None
-    without one), their runs interleaved."""
+               ) -> tuple[float, float, float, TrainResult, tuple[float, float] | None]:
+    """Medians of (wall s, CPU s, CPU / the reference run just before it) of one epoch, its
+    result, and the baseline's medians (None without one), their runs interleaved."""
     sc, system = resolve_workload("resnet50-train"), load_system("dgx-a100")
-    walls, cpus, before, res = [], [], [], None
+    walls, cpus, ratios, before, res = [], [], [], [], None
     for _ in range(repeat):
         if baseline is not None:
             before.append(baseline_epoch_s(baseline, dataset))
+        ref_s = reference_cpu_s()
         t0, c0 = time.perf_counter(), time.process_time()
         res = simulate_training(TrainConfig(sc, system, dataset=dataset, epochs=1,
                                             device_profile=profile))
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
+        ratios.append(cpus[-1] / ref_s)
     assert res is not None
     old = ((statistics.median(b[0] for b in before), statistics.median(b[1] for b in before))
            if before else None)
-    return statistics.median(walls), statistics.median(cpus), res, old
+    return (statistics.median(walls), statistics.median(cpus), statistics.median(ratios), res,
+            old)
 
 
 def time_nodes(profile: Any, repeat: int) -> tuple[float, TrainResult]:
@@ -119,35 +131,37 @@ def main() -> None:
     args = ap.parse_args()
     profile, which = device_choice()
     lines = [f"Device model: {which}.", "",
-             "| dataset | samples | steps | records | wall (s) | CPU (s) | simulated run (s) | "
-             "samples/s | AU | bottleneck |", "| --- | --- | --- | --- | --- | --- | --- | --- "
-             "| --- | --- |"]
-    worst, before = 0.0, []
+             "| dataset | samples | steps | records | wall (s) | CPU (s) | x reference | "
+             "simulated run (s) | samples/s | AU | bottleneck |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    worst, before, load_before = 0.0, [], load()
     for dataset in (None, "imagenet-records"):
-        wall, cpu, res, old = time_epoch(dataset, profile, args.repeat, args.baseline)
+        wall, cpu, ratio, res, old = time_epoch(dataset, profile, args.repeat, args.baseline)
         worst = max(worst, cpu)
         lines.append(f"| {res.dataset} | {res.samples} | {res.steps} | {len(res.records)} | "
-                     f"{wall:.2f} | {cpu:.2f} | {res.run_time_s:.1f} | "
+                     f"{wall:.2f} | {cpu:.2f} | {ratio:.1f} | {res.run_time_s:.1f} | "
                      f"{res.throughput_samples_per_s:.0f} | {res.accelerator_utilization:.3f} | "
                      f"{res.bottleneck} |")
         if old is not None:
-            before.append(f"| {res.dataset}, before | | | | {old[0]:.2f} | {old[1]:.2f} | | | "
+            before.append(f"| {res.dataset}, before | | | | {old[0]:.2f} | {old[1]:.2f} | | | | "
                           "| |")
     lines[4:4] = before
     wall_n, res = time_nodes(profile, args.repeat)
     lines.append(f"| {res.dataset}, {NODES} nodes x 8 GPUs | {res.samples} | {res.steps} | "
-                 f"{len(res.records)} | {wall_n:.2f} | | {res.run_time_s:.1f} | "
+                 f"{len(res.records)} | {wall_n:.2f} | | | {res.run_time_s:.1f} | "
                  f"{res.throughput_samples_per_s:.0f} | {res.accelerator_utilization:.3f} | "
                  f"{res.bottleneck} |")
     lines += ["", f"Slowest epoch: {worst:.2f} s of CPU against a target of {TARGET_S:g} s "
               f"({'met' if worst <= TARGET_S else 'NOT met'}); {NODES} nodes, {NODE_STEPS} "
               f"steps: {wall_n:.2f} s against {NODES_TARGET_S:g} s "
-              f"({'met' if wall_n <= NODES_TARGET_S else 'NOT met'})."]
+              f"({'met' if wall_n <= NODES_TARGET_S else 'NOT met'}). 'x reference': the epoch's "
+              "CPU over that of 100,000 bare SimPy timeouts run just before it (read it on a "
+              f"loaded machine). Load average before {load_before}; after {load()}."]
     table = "\n".join(lines)
     print(table)
     if args.write:
-        machine = (f"{platform.python_implementation()} {platform.python_version()}, "
-                   f"{os.cpu_count()} CPUs, {platform.machine()}")
+        machine = (f"{cpu_name()}, {platform.python_implementation()} "
+                   f"{platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}")
         RESULTS.write_text(
             "# Training pipeline simulation speed\n\n"
             "`python benchmarks/speed/pipeline_speed.py --write`: one full epoch of "
