@@ -18,6 +18,21 @@ from accelsim.errors import AccelsimError
 from accelsim.numbers import shown
 
 
+def plain_scalar(value: Any) -> Any:
+    """A numpy scalar (np.int64(8), np.float32(0.5), np.bool_(True), np.str_("a")) as the
+    Python scalar it holds; anything else unchanged. The API takes what numpy hands out."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        return value.item()
+    return value
+
+
+def plain_list(value: Any) -> Any:
+    """A one-dimensional numpy array as a list of Python scalars; anything else unchanged."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 1:
+        return value.tolist()
+    return value
+
+
 def what(value: Any) -> str:
     """A value as an error quotes it: its type, then its repr cut short ("None" for None)."""
     return "None" if value is None else f"{type(value).__name__} {shown(value)}"
@@ -50,14 +65,16 @@ def out_path(value: Any, name: str, expected: str) -> str:
 
 
 def names_or_paths(value: Any, name: str, expected: str) -> list[str]:
-    """A non-empty list or tuple of names or paths (each as `name_or_path`)."""
+    """A non-empty list, tuple or numpy array of names or paths (each as `name_or_path`)."""
+    value = plain_list(value)
     if not isinstance(value, list | tuple) or not value:
         raise AccelsimError(f"{name}: give a non-empty list of {expected}, not {what(value)}")
     return [name_or_path(v, f"{name}[{i}]", expected) for i, v in enumerate(value)]
 
 
 def whole_number(value: Any, name: str, low: int, high: float | None = None) -> int:
-    """An int (not a bool) in [low, high]."""
+    """An int (not a bool; a numpy integer taken as one) in [low, high]."""
+    value = plain_scalar(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise AccelsimError(f"{name}: give a whole number, not {what(value)}")
     if value < low or (high is not None and value > high):
@@ -67,7 +84,8 @@ def whole_number(value: Any, name: str, low: int, high: float | None = None) -> 
 
 
 def whole_numbers(value: Any, name: str, low: int, high: float | None = None) -> list[int]:
-    """A non-empty list or tuple of whole numbers, each in [low, high]."""
+    """A non-empty list, tuple or numpy array of whole numbers, each in [low, high]."""
+    value = plain_list(value)
     if not isinstance(value, list | tuple) or not value:
         raise AccelsimError(f"{name}: give a non-empty list of whole numbers, not {what(value)}")
     return [whole_number(v, f"{name}[{i}]", low, high) for i, v in enumerate(value)]
@@ -77,6 +95,7 @@ def positive(value: Any, name: str, optional: bool = False) -> float | None:
     """A finite number above 0 (an int or float, not a bool); None when `optional`."""
     if value is None and optional:
         return None
+    value = plain_scalar(value)
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     if not ok or not math.isfinite(value) or value <= 0:
         raise AccelsimError(f"{name}: give a finite number above 0"

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accelsim.arguments import plain_scalar
 from accelsim.errors import AccelsimError, quoted
 from accelsim.numbers import shown
 from accelsim.profiles.hardware import resolve_hardware
@@ -110,7 +111,7 @@ def make_grid(workload: str | Scenario, hw: str | Sequence[str],
             axes[name] = _nonempty(name, _values(name, value))
             _check_range(name, axes[name])
         else:
-            fixed[name] = _plain(value)
+            fixed[name] = plain_scalar(value)
     size = math.prod(len(values) for values in axes.values())
     if size > MAX_POINTS:
         shape = " x ".join(f"{len(v)} {k}" for k, v in axes.items())
@@ -139,7 +140,7 @@ def _values(name: str, value: Any) -> list[Any]:
         value = value.tolist()
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise AccelsimError(f"{name}: give a list of values, not {value!r}")
-    return [_plain(v) for v in value]
+    return [plain_scalar(v) for v in value]
 
 
 def _nonempty(name: str, values: list[Any]) -> list[Any]:
@@ -153,11 +154,6 @@ def _nonempty(name: str, values: list[Any]) -> list[Any]:
             raise AccelsimError(f"{name}: {shown(v)} is listed twice; give each value once")
         seen.add(key)
     return values
-
-
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python scalar it holds; anything else unchanged."""
-    return value.item() if hasattr(value, "item") and not isinstance(value, str) else value
 
 
 def expand_axis(name: str, text: str, model: str | None = None) -> list[Any]:

@@ -38,6 +38,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
+from accelsim.arguments import plain_scalar
 from accelsim.devices.precision import fallback_note, fallback_precision
 from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.explore.grid import Grid, Point, make_grid
@@ -177,7 +178,8 @@ def failed_row(message: str, model: str, point: Point) -> dict[str, Any]:
 
 def _row(point: Point, result: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"hardware": point.hardware, **point.knobs}
-    row.update({k: _plain(v) for k, v in result.items() if k not in row})
+    # numpy scalars as Python ones: a row reads back from the store exactly as it was
+    row.update({k: plain_scalar(v) for k, v in result.items() if k not in row})
     return row
 
 
@@ -198,11 +200,6 @@ def _result_row(cfg: SimulationConfig, fallback: bool) -> dict[str, Any]:
         note = fallback_note(err.device, requested, ran, err.runs)
         row["notes"] = "; ".join(n for n in (note, row["notes"]) if n)
         return row
-
-
-def _plain(value: Any) -> Any:
-    """Numpy scalars as Python ones: a row reads back from the store exactly as it was."""
-    return value.item() if hasattr(value, "item") and not isinstance(value, str) else value
 
 
 def _in_processes(cleanup: contextlib.ExitStack, workers: int, workload: str | Scenario,

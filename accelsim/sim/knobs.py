@@ -15,6 +15,7 @@ import math
 import os
 from typing import Any
 
+from accelsim.arguments import plain_scalar
 from accelsim.errors import AccelsimError, did_you_mean, quoted
 from accelsim.numbers import is_float_text, is_int_text, shown
 from accelsim.physical import input_ceiling
@@ -41,7 +42,9 @@ def knob_names(model: str | None = None) -> list[str]:
 
 
 def _convert(name: str, kind: type, value: Any) -> Any:
-    """`value` as `kind`; strings are parsed (command line, sweep grids)."""
+    """`value` as `kind`; strings are parsed (command line, sweep grids), numpy scalars
+    taken as the Python ones they hold."""
+    value = plain_scalar(value)
     if kind is str and isinstance(value, os.PathLike):  # a file knob given as a Path
         value = os.fspath(value)
     if kind is str and isinstance(value, str) and not value.strip():
