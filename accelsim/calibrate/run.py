@@ -3,7 +3,8 @@
     result = calibrate(Path("calibration"))   # 1.5 min on 2 idle cores, ~3 on a busy host
     result.files      # {"cpu": .../host-cpu.toml, "software": .../numpy-host.toml, ...}
 
-Steps (a tqdm bar on stderr says which): host facts; a memory stream; JPEG decode (Pillow);
+Steps (a bar on stderr, in estimated seconds: `progress`): host facts; a memory stream;
+JPEG decode (Pillow);
 an in-cache GEMM at one thread and every core (`peak`: the peak written is at least its best
 rate per core), from which with the load average the host is judged busy or idle
 (`contention`; busy: `on_busy`); RAPL's power limit where readable (`power`);
@@ -22,7 +23,6 @@ its repeats and spread, the host's load, and every fit error).
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import os
 import platform
@@ -35,26 +35,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from accelsim.calibrate.alloc_bench import measure_allocator
 from accelsim.calibrate.cases import (
     BUDGETS,
     Clock,
-    dispatch_case,
     kernel_cases,
     stream_bandwidth_bytes_per_s,
-    time_case,
 )
-from accelsim.calibrate.contention import HostLoad, assess_load, load_average_1m, spread
+from accelsim.calibrate.contention import HostLoad, assess_load, load_average_1m
 from accelsim.calibrate.fit import (
-    Fit,
-    case_fault_s,
-    case_key,
-    case_pass_s,
-    fit_with_pack,
     simulated_relative_errors,
-    unit_work_s,
     with_group_figures,
 )
 from accelsim.calibrate.guard import check_simulates
@@ -64,6 +55,8 @@ from accelsim.calibrate.pass_bench import PASS_SIZES, measure_passes
 from accelsim.calibrate.peak import blas_threads, numpy_blas_threads, sustained_rates
 from accelsim.calibrate.power import read_rapl
 from accelsim.calibrate.probe import host_speed_probe_s
+from accelsim.calibrate.progress import Progress, plan_steps
+from accelsim.calibrate.timed_fit import fit_cases
 from accelsim.calibrate.write import (
     clamped,
     cpu_profile,
@@ -89,7 +82,6 @@ PLAN = {
     "tiny": {"precisions": ("fp32",), "repeats": 2, "passes": 1, "stream_bytes": 8 << 20,
              "disk_bytes": 4 << 20, "random_reads": 100, "jpegs": 2},
 }
-DISPATCH_REPEATS = 50
 ALLOCATOR_REPEATS = 5
 STREAM_REPEATS = 20
 PASS_REPEATS = 3  # timed runs per element pass, size and sweep (least of; 8 s a sweep)
@@ -108,79 +100,17 @@ class Calibration:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def _fit_cases(profile: Any, precisions: tuple[str, ...], plan: dict[str, Any],
-               cases: list[Any], bar: tqdm, clock: Clock, timer: Any = time_case,
-               weight_casts: bool = False, allocator: tuple[float, int, int] | None = None,
-               passes: dict[str, Any] | None = None) -> tuple[Fit, list[dict[str, Any]]]:
-    """Time every case at every precision with `timer(case, precision, repeats, clock)`,
-    keeping each one's least time over `plan["passes"]` passes through all of them (NB: a
-    burst of other work on a shared host then spoils one pass of a case, not all), and fit
-    (`fit.fit_with_pack`: matmul keys jointly with their precision's packing and weight-cast
-    passes, or for int8 GEMMs and convolutions the per-call quantisation of both operands;
-    `weight_casts`: the stack casts weights in every call, as the numpy kernels do below 32
-    bits; `allocator`: (fresh_page_s, page_bytes, mmap_threshold_bytes), whose fault time
-    per case is measured, not fitted: `fit.case_fault_s`; `passes`: the measured element-pass
-    tables (`pass_bench`), whose time per case is measured, not fitted: `fit.case_pass_s`; a
-    case they price whole, a GEMV, fits nothing and keeps its error beside the fit's)."""
-    rows: list[dict[str, Any]] = []
-    timed: list[Any] = []
-    # NB: case-major, precisions inner: a burst of other work spoils a few cases of every
-    # precision rather than one precision's whole fit
-    for case in cases:
-        for precision in precisions:
-            rows.append({"case": case.name, "kernel": case.kernel, "precision": precision,
-                         "key": case_key(case, precision), "measured_s": float("inf")})
-            timed.append(case)
-    for _ in range(plan["passes"]):
-        for row, case in zip(rows, timed, strict=True):
-            bar.set_description(f"{row['kernel']} {row['case']} {row['precision']}")
-            wall_s, cpu_s = time.perf_counter(), time.process_time()
-            seconds = timer(case, row["precision"], plan["repeats"], clock)
-            wall_s, cpu_s = time.perf_counter() - wall_s, time.process_time() - cpu_s
-            row["measured_s"] = min(row["measured_s"], seconds)
-            row.setdefault("samples_s", []).append(seconds)
-            if case.kernel in ("vector", "stream") and wall_s > 0:  # one thread: numpy's loops
-                row.setdefault("cpu_over_wall", []).append(cpu_s / wall_s)
-            bar.update()
-    for row in rows:
-        row["spread"] = spread(row["samples_s"])
-    dispatch_s = timer(dispatch_case(), precisions[0], DISPATCH_REPEATS, clock)
-    bar.set_description("fitting")
-    for row, case in zip(rows, timed, strict=True):
-        row["work_s"], row["serial_s"], row["memory_s"], row["kernels"] = unit_work_s(
-            profile, case, row["precision"], weight_casts, passes)
-        row["fault_s"] = case_fault_s(case, row["precision"], allocator, weight_casts)
-        row["pass_s"], row["pass_priced"] = case_pass_s(profile, case, row["precision"],
-                                                        weight_casts, passes)
-    fitted = [r for r in rows if not r["pass_priced"]]
-    work, serial, memory, kernels, measured, faults = (
-        np.array([r[c] for r in fitted])
-        for c in ("work_s", "serial_s", "memory_s", "kernels", "measured_s", "fault_s"))
-    fixed = faults + np.array([r["pass_s"] for r in fitted])
-    fit = fit_with_pack([r["key"] for r in fitted], work, serial, kernels, measured,
-                        dispatch_s, memory, fixed)
-    for row, err in zip(fitted, fit.relative_error, strict=True):
-        row["fit_relative_error"] = float(err)
-    for row in rows:
-        if row["pass_priced"]:  # NB: in-sample all the same: the tables are measured here
-            row["fit_relative_error"] = float(
-                (row["pass_s"] + row["kernels"] * dispatch_s + row["fault_s"])
-                / row["measured_s"] - 1.0)
-    errors = np.array([r["fit_relative_error"] for r in rows])
-    return dataclasses.replace(fit, relative_error=errors), rows
-
-
 def _torch_step(out_dir: Path, profile: Any, facts: HostFacts, date: str, plan: dict[str, Any],
-                cases: list[Any], bar: tqdm, clock: Clock, host_text: str
+                cases: list[Any], bar: Progress, clock: Clock, host_text: str
                 ) -> tuple[Path | None, dict[str, Any]]:
     """PyTorch as a second stack where it is importable (else None and why)."""
     if not _torch_importable():
         return None, {"skipped": "PyTorch is not importable here: no second stack"}
-    from accelsim.calibrate.torch_cases import TORCH_PRECISIONS, torch_timer
+    from accelsim.calibrate.torch_cases import torch_timer
 
-    precisions = tuple(p for p in plan["precisions"] if p in TORCH_PRECISIONS)
-    fit, rows = _fit_cases(profile, precisions, plan, cases, bar, clock, torch_timer(),
-                           weight_casts=False)
+    precisions = _torch_precisions(plan["precisions"])
+    fit, rows = fit_cases(profile, precisions, plan, cases, bar, clock, torch_timer(),
+                           weight_casts=False, stack="torch")
     import torch
 
     note = (f"{len(rows)} cases of {', '.join(precisions)}, {_clock_name(clock)}, "
@@ -238,20 +168,22 @@ def _calibrate(out_dir: Path, budget: str, progress: bool, torch: bool, cpu_time
     plan = PLAN[budget]
     out_dir = output_folder(out_dir, "calibrate --out")
     cases = kernel_cases(budget)
-    n_torch = len(cases) * 2 * plan["passes"] if torch else 0
-    steps = 5 + len(cases) * len(plan["precisions"]) * plan["passes"] + n_torch
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     result = Calibration()
-    with tqdm(total=steps, disable=not progress, unit="step", leave=False) as bar:
-        bar.set_description("host facts and memory stream")
+    progress_bar = Progress(progress)
+    plan_steps(progress_bar, budget, cases, plan["precisions"], plan["passes"],
+               _torch_precisions(plan["precisions"]) if torch and _torch_importable() else None)
+    with progress_bar as bar:
+        bar.begin("facts", "host facts and memory stream")
         facts = host_facts()
         stream = stream_bandwidth_bytes_per_s(plan["stream_bytes"], STREAM_REPEATS)
-        bar.update()
-        bar.set_description("JPEG decode")
+        bar.end("facts")
+        bar.begin("jpeg", "JPEG decode")
         jpeg_s, jpeg_note = measure_jpeg_decode(plan["jpegs"])
         jpeg_text = (f"JPEG decode {jpeg_s * 1e3:.2f} ms per image on one core ({jpeg_note})."
                      if jpeg_s is not None else f"{jpeg_note}.")
-        bar.set_description("in-cache GEMM rate per thread count")
+        bar.end("jpeg")
+        bar.begin("rates", "in-cache GEMM rate per thread count")
         rates = sustained_rates(facts.cores, torch=torch and _torch_importable())
         before = assess_load(facts.cores, load_start, rates)
         asked_cpu_time = cpu_time
@@ -266,18 +198,19 @@ def _calibrate(out_dir: Path, budget: str, progress: bool, torch: bool, cpu_time
         result.files["cpu"] = write_profile(out_dir / "host-cpu.toml", data,
                                             "CPU device profile measured by accelsim calibrate")
         profile = load_profile(result.files["cpu"])
-        bar.update()
-        bar.set_description("fresh page faults")
+        bar.end("rates")
+        bar.begin("allocator", "fresh page faults")
         figures = measure_allocator(ALLOCATOR_REPEATS, clock=clock)
         allocator = None if figures is None else (
             figures.fresh_page_s, figures.page_bytes, figures.mmap_threshold_bytes)
-        bar.update()
-        bar.set_description("element passes")
+        bar.end("allocator")
+        bar.begin("passes", "element passes")
         passes = measure_passes(plan["precisions"], PASS_SIZES[budget], PASS_REPEATS, clock,
                                 plan["passes"])
+        bar.end("passes")
         probes = [host_speed_probe_s(clock=clock)]
         energy_uj, start_s = (rapl.energy_uj() if rapl else ()), time.perf_counter()
-        fit, rows = _fit_cases(profile, plan["precisions"], plan, cases, bar, clock,
+        fit, rows = fit_cases(profile, plan["precisions"], plan, cases, bar, clock,
                                weight_casts=True, allocator=allocator, passes=passes)
         cases_w = rapl.mean_power_w(energy_uj, rapl.energy_uj(), time.perf_counter() - start_s) \
             if rapl else None
@@ -308,7 +241,7 @@ def _calibrate(out_dir: Path, budget: str, progress: bool, torch: bool, cpu_time
         simulated = simulated_relative_errors(profile, written, cases, rows)
         for row, err in zip(rows, simulated, strict=True):
             row["simulated_relative_error"] = float(err)
-        bar.set_description("disk read bandwidth and IOPS")
+        bar.begin("disk", "disk read bandwidth and IOPS")
         try:
             disk = measure_disk(out_dir, plan["disk_bytes"], plan["random_reads"])
         except OSError as err:
@@ -318,13 +251,12 @@ def _calibrate(out_dir: Path, budget: str, progress: bool, torch: bool, cpu_time
             out_dir / "host-disk.toml", storage_profile(disk, facts.hostname, date),
             "Storage medium measured by accelsim calibrate")
         load_storage(result.files["storage"])
-        bar.update()
+        bar.end("disk")
         torch_path, torch_summary = (_torch_step(out_dir, profile, facts, date, plan, cases, bar,
                                                    clock, after.text())
                                      if torch else (None, {"skipped": "not asked"}))
         if torch_path is not None:
             result.files["software_torch"] = torch_path
-        bar.update()
     result.summary = {
         "host": facts.hostname, "cpu": facts.model_name, "cores": facts.cores, "date": date,
         "python": platform.python_version(), "numpy_version": np.__version__, "blas": blas,
@@ -380,6 +312,13 @@ def _torch_threads(n: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def _torch_precisions(precisions: tuple[str, ...]) -> tuple[str, ...]:
+    """The formats PyTorch's cases run, of `precisions` (PyTorch must be importable)."""
+    from accelsim.calibrate.torch_cases import TORCH_PRECISIONS
+
+    return tuple(p for p in precisions if p in TORCH_PRECISIONS)
 
 
 def _torch_importable() -> bool:

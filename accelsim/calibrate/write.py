@@ -215,7 +215,7 @@ JOINT_FIGURES = ("pack", "quantize", "gemv")  # fitted jointly on a precision's 
 
 def key_errors(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float, float, int]]:
     """Per fitted figure, (min, median, max) of its cases' fit errors and their count (`rows`:
-    `run._fit_cases`'s, with `key`, `kernel`, `precision` and `fit_relative_error`): a key's
+    `timed_fit.fit_cases`'s, with `key`, `kernel`, `precision` and `fit_relative_error`): a key's
     own cases; for `pack`, `quantize` and `gemv` the precision's matmul cases (they are fitted
     jointly); for a group figure (`vector_<p>`, `stream_<p>`) its group's cases."""
     import numpy as np
