@@ -46,6 +46,12 @@ ROLES = ("accelerators", "host_cpu", "host_to_device", "device_to_device", "stor
          "network", "page_cache", "jpeg_decoder")
 
 
+def for_metrics(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with its text columns categorised: the many selections and group sums of a run's
+    figures then compare small integer codes, not every row's string (the same figures)."""
+    return df.astype({c: "category" for c in ("resource", "kind", "detail") if c in df})
+
+
 def run_time_s(df: pd.DataFrame) -> float:
     """From time 0 to the last record's end."""
     return float(df["end_s"].max()) if len(df) else 0.0
@@ -59,7 +65,7 @@ def _is_accel(resource: pd.Series) -> pd.Series:
 def busy_s(df: pd.DataFrame) -> pd.Series:
     """Busy seconds per resource (stall and residence records are waits, not work)."""
     work = df[~df["kind"].isin(STALL_KINDS + RESIDENCE_KINDS)]
-    return work.groupby("resource")["duration_s"].sum()
+    return work.groupby("resource", observed=True)["duration_s"].sum()
 
 
 def utilization(df: pd.DataFrame, roles: Mapping[str, str], capacities: Mapping[str, int],
@@ -84,7 +90,7 @@ def utilization(df: pd.DataFrame, roles: Mapping[str, str], capacities: Mapping[
 def stalls(df: pd.DataFrame, devices: int, run_time_s: float) -> dict[str, dict[str, float]]:
     """Accelerator time lost to each cause: seconds summed over accelerators, and as a
     fraction of all accelerators' run time."""
-    by_kind = df[df["kind"].isin(STALL_KINDS)].groupby("kind")["duration_s"].sum()
+    by_kind = df[df["kind"].isin(STALL_KINDS)].groupby("kind", observed=True)["duration_s"].sum()
     total = devices * run_time_s
     return {name: {"time_s": float(by_kind.get(kind, 0.0)),
                    "fraction": float(by_kind.get(kind, 0.0)) / total if total > 0 else 0.0}
@@ -126,7 +132,7 @@ def energy_breakdown_j(df: pd.DataFrame, link_resources: Iterable[str], static_w
     static (each accelerator's static power while not computing), then `parts` (storage,
     NICs, switches, device decode: `accelsim.sim.part_energy`; None = unknown). `total` sums
     the known parts."""
-    by_res = df[df["kind"] != "decode"].groupby("resource")["energy_j"].sum()
+    by_res = df[df["kind"] != "decode"].groupby("resource", observed=True)["energy_j"].sum()
     links = set(link_resources)
     acc = float(by_res[[r for r in by_res.index if str(r).startswith("accel")]].sum())
     idle_s = devices * run_time_s - float(compute_s_per_device(df).sum())
@@ -155,7 +161,7 @@ def bottleneck(df: pd.DataFrame, run_time_s: float, devices: int,
 
     `utilization` is keyed by role (`ROLES`)."""
     later = df[df["step"] > df["step"].min()] if (df["step"] >= 0).any() else df
-    lost = later[later["kind"].isin(STALL_KINDS)].groupby("kind")["duration_s"].sum()
+    lost = later[later["kind"].isin(STALL_KINDS)].groupby("kind", observed=True)["duration_s"].sum()
     total = devices * run_time_s
     # Waiting for the slowest device is its compute setting the pace, not a stage's stall.
     sync = float(lost.pop("stall_sync")) if "stall_sync" in lost else 0.0
@@ -172,7 +178,8 @@ def bottleneck(df: pd.DataFrame, run_time_s: float, devices: int,
     share = f"{lost.sum() / total:.0%} of accelerator time lost to stalls"
     if comm >= lost.sum() - comm:
         return "communication", f"the gradient all-reduce is not hidden behind backward ({share})"
-    resid = later[later["kind"].isin(RESIDENCE_KINDS)].groupby("kind")["duration_s"].sum()
+    resid = later[later["kind"].isin(RESIDENCE_KINDS)].groupby(
+        "kind", observed=True)["duration_s"].sum()
     stage = STAGE_OF_RESIDENCE[str(resid.idxmax())] if not resid.empty else "io"
 
     def util(role: str) -> float:

@@ -337,6 +337,8 @@ def _link_notes(plan: TrainPlan, d2d: Link | None) -> list[str]:
 def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Link | None,
             notes: list[str], contention_s: float) -> TrainResult:
     names = resource_names(plan)
+    records = df
+    df = metrics.for_metrics(df)  # the figures read a categorised copy (the records stay)
     run_s = metrics.run_time_s(df)
     roles = {names["h2d"]: "host_to_device", names["d2d"]: "device_to_device",
              **{f"jpeg{d}": "jpeg_decoder" for d in range(plan.devices)}}
@@ -398,4 +400,4 @@ def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Link | Non
         accelerator_utilization=au, au_target=metrics.AU_TARGET,
         meets_au_target=au >= metrics.AU_TARGET, energy_breakdown_j=energy, bottleneck=stage,
         bottleneck_detail=why, jobs=plan.jobs, coordinated=plan.coordinated, notes=notes,
-        records=df)
+        records=records)
