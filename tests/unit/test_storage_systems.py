@@ -203,3 +203,33 @@ def test_the_array_water_fill_is_the_list_one(seed: int) -> None:
         shared = float(rng.uniform(0.5, 40.0))
         assert water_fill_array(cap, weight, shared) == pytest.approx(
             water_fill(cap.tolist(), weight.tolist(), shared))
+
+
+def _random_reads(seed: int, general: bool, monkeypatch) -> list[float]:
+    """When each of 60 random reads over 16 hosts ends, with the shared reads' kept sums
+    (`general` False) or the water-filling recomputed from scratch at every event."""
+    if general:
+        monkeypatch.setattr(SharedReads, "_rates", lambda self: (
+            water_fill_array(self.cap, self.weight, self.shared), None))
+    rng = np.random.default_rng(seed)
+    env = simpy.Environment()
+    reads = SharedReads(env, rng.uniform(1e9, 5e9, 16), float(rng.uniform(5e9, 40e9)))
+    ends: list[float] = []
+
+    def one(host: int, start_s: float, n_bytes: float, weight: float):
+        yield env.timeout(start_s)
+        yield reads.read(host, n_bytes, weight)
+        ends.append(env.now)
+
+    for _ in range(60):
+        env.process(one(int(rng.integers(16)), float(rng.uniform(0, 2)),
+                        float(rng.uniform(1e8, 4e9)), float(rng.integers(1, 9))))
+    env.run()
+    monkeypatch.undo()
+    return ends
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_kept_sums_give_the_water_filling_to_the_bit(seed, monkeypatch) -> None:
+    kept = _random_reads(seed, False, monkeypatch)
+    assert len(kept) == 60 and kept == _random_reads(seed, True, monkeypatch)

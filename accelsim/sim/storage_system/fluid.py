@@ -94,6 +94,10 @@ class SharedReads:
         self.rate = np.zeros(hosts)  # bytes/s per unit weight
         self.served = np.zeros(hosts)
         self.head = np.full(hosts, np.inf)  # the level at which each host's next flow ends
+        # kept as weights change (`_weigh`): each host's own level cap / weight (_BIG with no
+        # weight, as `water_fill_array` has it) and the caps of the hosts with weight
+        self._own = np.full(hosts, _BIG)
+        self._active_cap = 0.0
         self._flows: list[list[tuple[float, int, simpy.Event, float]]] = [[] for _ in
                                                                           range(hosts)]
         self._seq = count()
@@ -120,7 +124,7 @@ class SharedReads:
         heapq.heappush(flows, (self.level[host] + n_bytes / weight, next(self._seq), done,
                                weight))
         self.head[host] = flows[0][0]
-        self.weight[host] += weight
+        self._weigh(host, self.weight[host] + weight)
         # A start only slows flows: a pending timer still fires no later than the next end.
         self._reschedule(timer_stays=math.isfinite(self._timer_at_s))
         return done
@@ -133,18 +137,49 @@ class SharedReads:
             self.served += step * self.weight
         self._t_s = self.env.now
 
+    def _weigh(self, host: int, weight: float) -> None:
+        """Set `host`'s weight, keeping its own level and the active caps' sum."""
+        was = self.weight[host] > 0
+        self.weight[host] = weight
+        now = weight > 0
+        self._own[host] = self.cap[host] / weight if now else _BIG
+        if now != was:
+            self._active_cap += self.cap[host] if now else -self.cap[host]
+
+    def _rates(self) -> tuple[np.ndarray, float | None]:
+        """`water_fill_array`'s rates, its two common cases from the kept sums: every active
+        host at its own cap, or every one at the shared level below all their caps (then
+        also that one level; else None)."""
+        w, shared = self.weight, self.shared
+        # NB: the kept sum decides only clear of the threshold (its rounding differs from a
+        # dot product's); near it the exact function does
+        margin = 1e-9 * shared
+        if self._active_cap < shared - margin:
+            return np.where(w > 0, self._own, 0.0), None
+        if self._active_cap > shared + margin:
+            level = shared / float(w.sum())
+            if level <= float(self._own.min()):
+                return np.where(w > 0, level, 0.0), level
+        return water_fill_array(self.cap, w, shared), None
+
     def _reschedule(self, timer_stays: bool = False) -> None:
         w = self.weight
+        one_level = None
         if self.cap.size == 1:
             self.rate[0] = min(self.cap[0], self.shared) / w[0] if w[0] > 0 else 0.0
         elif self.cap.size <= SMALL:
             self.rate = np.array(water_fill(self.cap.tolist(), w.tolist(), self.shared))
         else:
-            self.rate = water_fill_array(self.cap, w, self.shared)
+            self.rate, one_level = self._rates()
         if timer_stays:
             return
-        wait_s = float(np.min(np.where(self.rate > 0, (self.head - self.level)
-                                       / np.maximum(self.rate, _TINY), np.inf)))
+        if one_level is not None and one_level > 0:
+            # every host with a flow at one rate (one without has head inf): the same wait,
+            # as division by one positive number keeps the order of what it divides
+            wait_s = float((self.head - self.level).min()) / one_level
+        else:
+            wait_s = float(np.min(np.where(self.rate > 0, (self.head - self.level)
+                                           / np.maximum(self.rate, _TINY), np.inf)))
         at_s = self.env.now + max(wait_s, 0.0)
         # A pending timer that fires no later stays (if early, it re-arms when it fires): a
         # start, which only slows flows, costs no event.
@@ -165,11 +200,11 @@ class SharedReads:
             flows, level = self._flows[h], self.level[h]
             while flows and flows[0][0] - level <= _EPS_BYTES + 1e-12 * flows[0][0]:
                 _end, _seq, done, weight = heapq.heappop(flows)
-                self.weight[h] -= weight
+                self._weigh(h, self.weight[h] - weight)
                 done.succeed()
             if flows:
                 self.head[h] = flows[0][0]
             else:
                 self.head[h] = np.inf
-                self.weight[h] = 0.0  # no drift from float sums
+                self._weigh(h, 0.0)  # no drift from float sums
         self._reschedule()
