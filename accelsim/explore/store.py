@@ -56,29 +56,32 @@ _FIGURE_ENDS = ("_s", "_per_s", "_j", "_w", "_bytes", "_per_j", "_per_sample", "
                 "mfu", "offered_load", "largest_batch_that_fits")
 
 
+def _json_object(text: str, what: str) -> tuple[dict | None, str | None]:
+    """(the JSON object in `text`, None) or (None, why it is not one)."""
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as err:
+        return None, f"not JSON ({str(err)[:80]})"
+    if not isinstance(value, dict):
+        return None, f"not a {what} but {type(value).__name__ if value is not None else 'null'}"
+    return value, None
+
+
 def record_damage(text: str) -> str | None:
     """Why a stored plan record's JSON `text` is not a record a plan wrote (None: it is one):
     not a JSON object, or no `hardware` section."""
-    try:
-        record = json.loads(text)
-    except (TypeError, ValueError, RecursionError) as err:
-        return f"not JSON ({str(err)[:80]})"
-    if not isinstance(record, dict):
-        return f"not a record but {type(record).__name__ if record is not None else 'null'}"
-    if not isinstance(record.get("hardware"), dict):
-        return "no hardware section"
-    return None
+    record, why = _json_object(text, "record")
+    if record is None:
+        return why
+    return None if isinstance(record.get("hardware"), dict) else "no hardware section"
 
 
 def damage(text: str) -> str | None:
     """Why a stored row's JSON `text` is not a row a sweep wrote (None: it is one): not a
     JSON object (`null`, a list), no hardware, or a figure that is negative or infinite."""
-    try:
-        row = json.loads(text)
-    except (TypeError, ValueError, RecursionError) as err:
-        return f"not JSON ({str(err)[:80]})"
-    if not isinstance(row, dict):
-        return f"not a row but {type(row).__name__ if row is not None else 'null'}"
+    row, why = _json_object(text, "row")
+    if row is None:
+        return why
     if not isinstance(row.get("hardware"), str):
         return "no hardware"
     for k, v in row.items():
