@@ -51,8 +51,8 @@ from accelsim.sim.config import TrainConfig, TrainPlan, power_bounds_w, resolve_
 from accelsim.sim.hostprep import prep_scale
 from accelsim.sim.part_energy import part_energy_j
 from accelsim.sim.readplan import read_plan
-from accelsim.sim.straggler import class_spread, expected_max
 from accelsim.sim.train import PhaseCost, StepCosts, TrainModel, resource_names
+from accelsim.sim.train_notes import link_notes, spread_note
 from accelsim.workload.freeze import FROZEN
 
 PHASES = ("forward", "backward", "optimizer")
@@ -288,16 +288,6 @@ def simulate_training(config: TrainConfig) -> TrainResult:
     return res
 
 
-def spread_note(plan: TrainPlan) -> str:
-    """What the device speed spread of a multi-device run rests on, and its slowest device."""
-    fitted, line = class_spread(plan.device_profile)
-    if plan.device_spread != fitted:
-        line = f"step-time spread between devices {plan.device_spread:.2%} (as given)"
-    n = plan.devices * plan.nodes
-    return (f"{line}; the slowest of {n} devices takes "
-            f"x{1 + plan.device_spread * expected_max(n):.4g} the nominal step time")
-
-
 def _node_share(dataset: Any, nodes: int) -> Any:
     """The part of `dataset` one of `nodes` nodes reads in an epoch (DistributedSampler)."""
     if nodes == 1:
@@ -322,18 +312,6 @@ def _check_events(plan: TrainPlan, steps: int, buckets: int) -> None:
             f"{plan.max_events:,}: use larger buckets, or raise max_events (--max-events)")
 
 
-def _link_notes(plan: TrainPlan, d2d: Link | None) -> list[str]:
-    """A note per link the run uses whose energy is unknown: no energy per bit, and for the
-    network no NIC power either (`accelsim.sim.part_energy` counts the NICs' draw)."""
-    s = plan.system
-    net = s.network if s.storage.over_network or plan.nodes > 1 else None
-    used = [s.host_to_device, d2d, net if net is not None and net.active_power_w is None
-            else None]
-    return [f"link '{link.name}' has no energy figure: the links' energy is unknown (null)"
-            for link in dict.fromkeys(u for u in used if u is not None)
-            if link.energy_j_per_bit is None]
-
-
 def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Link | None,
             notes: list[str], contention_s: float) -> TrainResult:
     names = resource_names(plan)
@@ -355,8 +333,8 @@ def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Link | Non
     compute_s = c.forward_s + c.backward_s + c.optimizer_s
     group_s = plan.accumulate * (c.forward_s + c.backward_s) + c.optimizer_s
     parts, part_notes = part_energy_j(plan, df, run_s, names)
-    link_notes = _link_notes(plan, d2d)
-    if link_notes:
+    unknown_links = link_notes(plan, d2d)
+    if unknown_links:
         parts["links"] = None  # a link the run uses has no energy figure
     if costs.core_power_w == 0:  # no host CPU profile (`_host_rates`)
         parts["host_cpu"] = None
@@ -365,7 +343,7 @@ def _result(plan: TrainPlan, df: pd.DataFrame, costs: StepCosts, d2d: Link | Non
     energy = metrics.energy_breakdown_j(
         df, [names["h2d"], names["d2d"], names["network"]], _static_w(plan, notes), run_s,
         plan.devices, parts)
-    notes += [*plan.decode.notes, *part_notes, *link_notes]
+    notes += [*plan.decode.notes, *part_notes, *unknown_links]
     unknown = [k for k, v in energy.items() if v is None]
     if unknown:
         notes.append(f"energy total, energy per sample and average power leave out "
