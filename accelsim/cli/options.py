@@ -58,7 +58,7 @@ _CHOICES: dict[str, Any] = {
     "checkpoint_mode": click.Choice(["sync", "async"]),
 }
 _LONGEST_CHOICE_METAVAR = 50  # characters of "a|b|c" shown as the option's metavar
-_INPUT_KNOBS = ("seq_len", "image_size")  # the common model inputs get their own flags
+INPUT_KNOBS = ("seq_len", "image_size")  # the common model inputs get their own flags
 
 
 _NOT_FINITE = ("nan", "inf", "infinity")
@@ -87,13 +87,14 @@ class _Number(click.ParamType):
 _TYPES = {int: _Number(int), float: _Number(float), str: str}
 
 
-def _flag(name: str) -> str:
+def flag_name(name: str) -> str:
+    """The command-line flag of knob `name`: --name-with-dashes."""
     return "--" + name.replace("_", "-")
 
 
 def _option(name: str, help_text: str, kind: type) -> Any:
     if kind is bool and name not in _CHOICES:
-        return click.option(_BOOL_FLAGS.get(name, f"{_flag(name)}/--no-{_flag(name)[2:]}"),
+        return click.option(_BOOL_FLAGS.get(name, f"{flag_name(name)}/--no-{flag_name(name)[2:]}"),
                             name, default=None, help=help_text[:1].upper() + help_text[1:] + ".")
     kind_type = _CHOICES[name] if name in _CHOICES else _TYPES[kind]
     text = help_text[:1].upper() + help_text[1:] + "."
@@ -102,7 +103,7 @@ def _option(name: str, help_text: str, kind: type) -> Any:
         # a long list goes in the help, wrapped, not in one [a|b|...] metavar over 100 columns
         metavar = name.upper()
         text += f" One of: {', '.join(kind_type.choices)}."
-    return click.option(_flag(name), name, type=kind_type, default=None, metavar=metavar,
+    return click.option(flag_name(name), name, type=kind_type, default=None, metavar=metavar,
                         help=text)
 
 
@@ -118,8 +119,8 @@ def knob_options(fn: Any, skip: tuple[str, ...] = ()) -> Any:
     """Add one option per knob (default None: the scenario's or system's value), the model
     input flags --seq-len and --image-size, and --set KNOB=VALUE for any other model input."""
     opts = [_option(k.name, k.help, k.kind) for k in KNOBS.values() if k.name not in skip]
-    opts += [click.option(_flag(n), n, type=_TYPES[int], default=None,
-                          help=f"Model input: {n.replace('_', ' ')}.") for n in _INPUT_KNOBS]
+    opts += [click.option(flag_name(n), n, type=_TYPES[int], default=None,
+                          help=f"Model input: {n.replace('_', ' ')}.") for n in INPUT_KNOBS]
     opts.append(SET_OPTION)
     for opt in reversed(opts):
         fn = opt(fn)
@@ -154,7 +155,7 @@ def cli_knobs(kwargs: dict[str, Any]) -> dict[str, Any]:
     are dropped)."""
     from accelsim.errors import AccelsimError
 
-    names = [*KNOBS, *_INPUT_KNOBS]
+    names = [*KNOBS, *INPUT_KNOBS]
     given = {n: v for n, v in ((n, kwargs.pop(n, None)) for n in names) if v is not None}
     for name, text in model_inputs(kwargs.pop("settings", ())).items():
         if name in given:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import click
@@ -11,13 +12,13 @@ import pandas as pd
 
 from accelsim.cli.common import cli, echo_json
 from accelsim.cli.helpgroups import GroupedCommand
+from accelsim.cli.options import INPUT_KNOBS, flag_name
 from accelsim.cli.simulate import HW_HELP
 from accelsim.errors import AccelsimError
 from accelsim.explore.grid import expand_axis
 from accelsim.sim.knobs import KNOBS
 from accelsim.workload.scenario import resolve_workload
 
-_INPUT_FLAGS = ("seq_len", "image_size")  # the common model inputs get their own flags
 _VALUES = "V[,V...]"
 # Result columns shown in the terminal: (column, header, format of the scaled value, scale).
 _SHOWN = (
@@ -30,26 +31,25 @@ _SHOWN = (
 _ERROR_WIDTH = 70
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _choices(name: str, kind: type) -> str:
+def _choices(name: str, kind: type, help_text: str) -> str:
     """' Values: a, b, c.' for a knob with a fixed set of values (the option is plain text, a
-    value or a comma list, so click does not list them itself)."""
+    value or a comma list, so click does not list them itself), unless its help already
+    names every one."""
     from accelsim.cli.options import choice_list
 
     values = choice_list(name, kind)
-    return f" Values: {', '.join(values)}." if values else ""
+    named = set(re.findall(r"[\w+-]+(?:\.[\w+-]+)*", help_text))
+    return f" Values: {', '.join(values)}." if values and not set(values) <= named else ""
 
 
 def _knob_flags(fn: Any) -> Any:
     """One string option per knob (a value or a comma list; a list is an axis)."""
-    opts = [click.option(_flag(k.name), k.name, metavar=_VALUES, default=None,
-                         help=f"{k.help[:1].upper()}{k.help[1:]}.{_choices(k.name, k.kind)}")
+    opts = [click.option(flag_name(k.name), k.name, metavar=_VALUES, default=None,
+                         help=f"{k.help[:1].upper()}{k.help[1:]}."
+                         f"{_choices(k.name, k.kind, k.help)}")
             for k in KNOBS.values()]
-    opts += [click.option(_flag(n), n, metavar=_VALUES, default=None,
-                          help=f"Model input: {n.replace('_', ' ')}.") for n in _INPUT_FLAGS]
+    opts += [click.option(flag_name(n), n, metavar=_VALUES, default=None,
+                          help=f"Model input: {n.replace('_', ' ')}.") for n in INPUT_KNOBS]
     for opt in reversed(opts):
         fn = opt(fn)
     return fn
