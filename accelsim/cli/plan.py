@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from accelsim.cli.common import cli, echo_json
+from accelsim.cli.common import cli
 from accelsim.cli.helpgroups import PlanCommand
 from accelsim.cli.plan_llm import (
     SERVING_ONLY,
@@ -23,7 +23,7 @@ from accelsim.cli.plan_llm import (
     serving_options,
     serving_plan,
 )
-from accelsim.cli.plan_text import not_chosen_lines, parse_counts, plan_table
+from accelsim.cli.plan_text import echo_plan_json, not_chosen_lines, parse_counts, plan_table
 from accelsim.cli.plan_train import TRAINING_ONLY, training_options, training_plan
 from accelsim.errors import AccelsimError
 
@@ -127,8 +127,6 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
                   [x.strip() for x in precision.split(",") if x.strip()],
                   parse_counts(devices, "devices"), maximize or minimize, p99_ms,
                   max_cost_per_hour, max_power_kw, workers=workers, resume=resume)
-    counts = {"configurations": len(p.rows), "simulated": p.simulated, "resumed": p.resumed,
-              "pruned": p.pruned}
     if plot:
         from accelsim.plots.plan import plan_figure
         from accelsim.plots.style import save_figure
@@ -147,8 +145,7 @@ def plan(ctx: click.Context, workload: str, hardware: str, batch: str, precision
                            max_power_kw=max_power_kw)],
             _COLUMNS, "{hardware} {precision} batch {batch} x{devices}", plan_figure(p), top)
     if as_json:
-        echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
-                   "rows": p.rows, "notes": p.notes})
+        echo_plan_json(p, top)
         return
     best = p.best
     lines = [f"plan {workload}: {p.objective} over {len(p.rows):,} configurations, "

@@ -13,8 +13,14 @@ from typing import Any
 
 import click
 
-from accelsim.cli.common import echo_json
-from accelsim.cli.plan_text import Columns, closing_lines, names_list, parse_counts, plan_table
+from accelsim.cli.plan_text import (
+    Columns,
+    closing_lines,
+    echo_plan_json,
+    names_list,
+    parse_counts,
+    plan_table,
+)
 from accelsim.errors import AccelsimError
 
 # the serving plan's own options (refused on a non-decoder plan) and the inference plan's
@@ -104,8 +110,6 @@ def serving_plan(ctx: click.Context, workload: str, hardware: str, precision: st
     for r in p.rows:  # the replica's shape, as the table prints it
         r["split"] = f"{r['replicas'] or '?'} x tp{r['tp']}" + (f" pp{r['pp']}" if r["pp"] > 1
                                                                else "")
-    counts = {"configurations": len(p.rows), "simulated": p.simulated, "resumed": p.resumed,
-              "pruned": p.pruned}
     if serving.get("plot"):
         from accelsim.plots.plan_llm import serving_plan_figure
         from accelsim.plots.style import save_figure
@@ -127,8 +131,7 @@ def serving_plan(ctx: click.Context, workload: str, hardware: str, precision: st
             _COLUMNS, "{split} {hardware} {software} {precision}, cap {max_batch}",
             serving_plan_figure(p), top)
     if as_json:
-        echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
-                   "rows": p.rows, "notes": p.notes})
+        echo_plan_json(p, top)
         return
     targets = ", ".join(f"{n} p99 <= {v:g} ms" for n, v in (
         ("TTFT", serving["ttft_ms"]), ("TPOT", serving["tpot_ms"])) if v is not None)

@@ -1,4 +1,4 @@
-"""Text helpers shared by `accelsim plan`'s two planners (inference and decoder serving)."""
+"""Text helpers shared by `accelsim plan`'s planners (inference, decoder serving, training)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,16 @@ def parse_counts(text: str, what: str) -> list[int]:
         raise AccelsimError(f"--{what.replace('_', '-')} {text!r}: whole numbers from 1, e.g. "
                             "1,2,4 or 1,2,...,64")
     return [int(v) for v in values]
+
+
+def echo_plan_json(plan: Any, top: int) -> None:
+    """The plan as one JSON object: its objective, counts, best `top`, front, rows, notes."""
+    from accelsim.cli.common import echo_json
+
+    echo_json({"objective": plan.objective, "configurations": len(plan.rows),
+               "simulated": plan.simulated, "resumed": plan.resumed, "pruned": plan.pruned,
+               "best": plan.best[:top], "front": plan.front, "rows": plan.rows,
+               "notes": plan.notes})
 
 
 def plan_table(rows: list[dict[str, Any]], columns: Columns) -> str:

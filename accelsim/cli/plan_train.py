@@ -14,8 +14,14 @@ from typing import Any
 
 import click
 
-from accelsim.cli.common import echo_json
-from accelsim.cli.plan_text import Columns, closing_lines, names_list, parse_counts, plan_table
+from accelsim.cli.plan_text import (
+    Columns,
+    closing_lines,
+    echo_plan_json,
+    names_list,
+    parse_counts,
+    plan_table,
+)
 from accelsim.errors import AccelsimError
 
 TRAINING_ONLY = ("nodes", "epochs", "steps", "deadline_h", "min_au")
@@ -79,8 +85,6 @@ def training_plan(ctx: click.Context, workload: str, hardware: str, objective: s
                     limits.get("max_cost_per_hour"), None if power is None else power * 1e3,
                     opts["min_au"]), opts["steps"], top, workers=opts["workers"],
         resume=opts["resume"])
-    counts = {"configurations": len(p.rows), "simulated": p.simulated, "resumed": p.resumed,
-              "pruned": p.pruned}
     if opts["plot"]:
         from accelsim.plots.plan_train import train_plan_figure
         from accelsim.plots.style import save_figure
@@ -103,8 +107,7 @@ def training_plan(ctx: click.Context, workload: str, hardware: str, objective: s
             train_plan_figure(p, deadline), top,
             front_title="Front: no other is both sooner and cheaper")
     if as_json:
-        echo_json({"objective": p.objective, **counts, "best": p.best[:top], "front": p.front,
-                   "rows": p.rows, "notes": p.notes})
+        echo_plan_json(p, top)
         return
     lines = [f"plan {workload}: train {opts['epochs']} epoch(s); {p.objective} over "
              f"{len(p.rows):,} configurations, {p.simulated} simulated "

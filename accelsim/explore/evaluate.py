@@ -13,8 +13,8 @@ A configuration is keyed by what it depends on (`accelsim.explore.grid.point_key
 workload, the hardware and the knobs); the store is the sweep's SQLite file format with its
 own table (`accelsim.explore.store`, table "records"), so one file can serve a sweep and a
 plan. A configuration that raises (it does not fit, a format the device lacks) is not stored:
-a resumed plan runs it again (these fail before simulating anything). Workers fork from this
-process (spawn where there is no fork), as the sweep's do (`accelsim.explore.run`), and write
+a resumed plan runs it again (these fail before simulating anything). Workers are the sweep's
+(`accelsim.explore.run.worker_pool`: forked where there is fork), and write
 the store themselves (SQLite's WAL journal takes one writer at a time).
 
 NB: the key names the workload and hardware, not the contents of their files or the version
@@ -23,10 +23,8 @@ of the model: after changing either, start a new file (as for a sweep's store).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
-import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -36,11 +34,11 @@ from typing import Any, TypeVar
 
 from accelsim.errors import AccelsimError
 from accelsim.explore.grid import point_key
+from accelsim.explore.run import check_workers, worker_pool
 from accelsim.explore.store import ResumeStore
 from accelsim.run import run_simulation
 from accelsim.sim.knobs import make_config
 
-MAX_WORKERS = 64  # as a sweep's (accelsim.explore.run)
 Request = tuple[str, str, dict[str, Any]]  # (workload, hardware, knobs)
 T = TypeVar("T")
 U = TypeVar("U")
@@ -60,10 +58,7 @@ class Evaluator:
 
     def __init__(self, run: Callable[..., Any] = run_simulation, workers: int = 1,
                  resume: str | os.PathLike[str] | None = None) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or \
-                not 1 <= workers <= MAX_WORKERS:
-            raise AccelsimError(f"workers {workers!r}: a number of processes, 1 to "
-                                f"{MAX_WORKERS}")
+        check_workers(workers)
         if resume is not None and not isinstance(resume, str | os.PathLike):
             raise AccelsimError(f"resume {resume!r}: a path to an SQLite file")
         self.run, self.workers = run, workers
@@ -127,10 +122,8 @@ class Evaluator:
         if self._pool is None:
             self._stored()  # the store made here, so that workers opening it find it made
             self._close_store()  # NB: an open SQLite connection must not cross a fork
-            method = "fork" if sys.platform.startswith("linux") else None
             # started once, kept until close(): a plan maps many small waves
-            self._pool = ProcessPoolExecutor(self.workers,
-                                             mp_context=multiprocessing.get_context(method))
+            self._pool = worker_pool(self.workers)
         futures = [self._pool.submit(task, item) for item in items]
         try:
             return [f.result() for f in futures]
@@ -178,7 +171,7 @@ class Evaluator:
 
 def resumed_notes(plan: Any, resume: str | os.PathLike[str] | None) -> list[str]:
     """The note a plan carries when some of its simulations were read back from `resume`."""
-    if not getattr(plan, "resumed", 0):
+    if not plan.resumed:
         return []
     return [f"{plan.resumed} of the {plan.simulated} simulations read back from the resume "
             f"store {resume} (run before; delete the file to run them again)"]

