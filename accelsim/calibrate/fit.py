@@ -56,6 +56,7 @@ from accelsim.profiles.software import (
     SoftwareStack,
     builtin_stacks,
 )
+from accelsim.workload.columns import Columns
 from accelsim.workload.work import gemms_for, work_table
 
 MEMORY_KERNELS = ("stream",)  # kernels whose work is the memory term; the rest: compute
@@ -137,7 +138,8 @@ def _case_terms(profile: Any, case: Case, precision: str, weight_casts: bool,
     gemms = gemms_for(case.graph, case.batch)
     stack = dataclasses.replace(unit_stack(weight_casts), cpu_passes=dict(passes or {}))
     key = hardware_key(precision)
-    costs = cpu_costs(profile, work, gemms, key, stack).iloc[0]
+    rows = Columns.of(cpu_costs(profile, work, gemms, key, stack))
+    costs = {name: rows[name][0] for name in rows}  # the case's one row
     serial = serial_stream_bytes(profile, work, gemms, key, stack)
     timed = pass_times_s(work, gemms, key, stack.cpu_passes, quantized_rows(work, stack, key),
                          serial["casts"].to_numpy(), get_format(key).bytes_per_element,

@@ -145,20 +145,20 @@ def _case_costs(row: Row) -> dict[str, np.ndarray]:
                           row.precision, bare)
     finally:
         eff.update(saved)
-    tensor = (costs["unit"] == "tensor_core").to_numpy()
-    kernels = costs["kernels"].to_numpy(dtype=float)
-    optimizer = (work["phase"] == "optimizer").to_numpy()
+    tensor = np.asarray(costs["unit"]) == "tensor_core"
+    kernels = np.asarray(costs["kernels"], dtype=float)
+    optimizer = np.asarray(work["phase"]) == "optimizer"
     profile = load_profile(row.device)
     tdp_w = registry.get(profile.device_class).power_limits(profile)[0]
-    offchip = costs["offchip_energy_j"].to_numpy(dtype=float)
+    offchip = np.asarray(costs["offchip_energy_j"], dtype=float)
     floor = voltage_floor(profile)
     n = len(work)
     return {"tensor": np.where(tensor, costs["compute_s"], 0.0),
             "cuda": np.where(tensor, 0.0, costs["compute_s"]),
-            "memory": costs["memory_s"].to_numpy(dtype=float), "kernels": kernels,
+            "memory": np.asarray(costs["memory_s"], dtype=float), "kernels": kernels,
             "launch": kernels * eff["assumed.kernel_launch_s"],
             "weight": np.where(optimizer, 1.0 / row.accumulation_steps, 1.0),
-            "die_j": costs["dynamic_energy_j"].to_numpy(dtype=float) - offchip,
+            "die_j": np.asarray(costs["dynamic_energy_j"], dtype=float) - offchip,
             "offchip_j": offchip, "group": kernel_groups(work, costs),
             "headroom_w": np.full(n, tdp_w - static_power_w(profile)),
             "floor": np.full(n, np.nan if floor is None else floor)}

@@ -3,7 +3,7 @@
 A class model (one folder per class: gpu/, cpu/, systolic/, fpga/, npu/, and null.py) is a
 function, the `model` of the class's record in `accelsim.devices.registry`:
 
-    fn(profile, work: DataFrame, gemms: DataFrame, precision: str, software, **extra) -> DataFrame
+    fn(profile, work: Table, gemms: Table, precision: str, software, **extra) -> Table
 
 (`extra`: what the record says the class takes beside, `DeviceClass.cost`: the batch, a host.)
 
@@ -11,8 +11,10 @@ function, the `model` of the class's record in `accelsim.devices.registry`:
 GPU and CPU models resolve; the other classes run compiled graphs and ignore it).
 
 `work` is `accelsim.workload.work.work_table` (one row per op x phase), `gemms` is
-`accelsim.workload.work.gemms_for` (forward GEMM shapes by op_index). It returns a DataFrame
-with the same index as `work` and the columns of `COST_COLUMNS`:
+`accelsim.workload.work.gemms_for` (forward GEMM shapes by op_index); a table is a DataFrame
+or its read-only array form, `accelsim.workload.columns.Columns` (the estimate passes that:
+`work_columns`, `gemm_columns`), and a model reads either as arrays. It returns a table
+(either form) of one row per row of `work`, in its order, with the columns of `COST_COLUMNS`:
 
 - compute_s: time if compute were the only limit (after the class's mapping losses);
 - memory_s: time if off-chip memory traffic were the only limit;
@@ -40,17 +42,26 @@ import pandas as pd
 
 from accelsim.devices.dvfs import throttle
 from accelsim.devices.mapping import producer_rows
+from accelsim.workload.columns import Columns, Table
 
 COST_COLUMNS = ("compute_s", "memory_s", "overhead_s", "dynamic_energy_j", "dram_bytes",
                 "onchip_bytes", "cycles")
 BOUNDS = np.array(["compute", "memory", "overhead"])
 
-ClassModel = Callable[..., pd.DataFrame]  # see the module docstring
+ClassModel = Callable[..., Table]  # see the module docstring
 
 
-def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: float,
+def finish(work: Table, costs: Table, tdp_w: float, static_w: float,
            voltage_floor: float | None = None) -> pd.DataFrame:
-    """Roofline, bound, power cap and energy, per row.
+    """`finish_columns` as a DataFrame (with the index of `work` where it is a DataFrame)."""
+    return finish_columns(work, costs, tdp_w, static_w, voltage_floor).to_frame(
+        work.index if isinstance(work, pd.DataFrame) else None)
+
+
+def finish_columns(work: Table, costs: Table, tdp_w: float, static_w: float,
+                   voltage_floor: float | None = None) -> Columns:
+    """Roofline, bound, power cap and energy, per row: the columns of `work`, then those of
+    `costs` (one that shadows a work column replaces it in place) and the ones named below.
 
     time_s = max(compute_s, memory_s) + overhead_s. The bound is the largest of the three
     terms. The power cap governs each kernel: a row together with the rows fused into it
@@ -65,10 +76,11 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
     throttled one). `static_w` must be below `tdp_w`
     (`energy.static_power_w` guarantees it for a profile).
     """
+    work, costs = Columns.of(work), Columns.of(costs)
     missing = [c for c in COST_COLUMNS if c not in costs]
     if missing:
         raise ValueError(f"class model returned no {missing}")
-    terms = np.column_stack([costs[c].to_numpy(dtype=float)
+    terms = np.column_stack([np.asarray(costs[c], dtype=float)
                              for c in ("compute_s", "memory_s", "overhead_s")])
     if (terms < 0).any() or not np.isfinite(terms).all():
         raise ValueError("class model returned a negative or non-finite time")
@@ -77,14 +89,14 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
         raise ValueError(f"static power {static_w} W is not below the TDP {tdp_w} W")
     time_s = np.maximum(terms[:, 0], terms[:, 1]) + terms[:, 2]
     bound = BOUNDS[np.argmax(terms, axis=1)]
-    dyn_j = costs["dynamic_energy_j"].to_numpy(dtype=float)
+    dyn_j = np.asarray(costs["dynamic_energy_j"], dtype=float)
     group = kernel_groups(work, costs)
     n = len(work)
-    capped = (costs["power_capped"].to_numpy(dtype=bool) if "power_capped" in costs
+    capped = (np.asarray(costs["power_capped"], dtype=bool) if "power_capped" in costs
               else np.ones(n, dtype=bool))
     clock_fraction = np.ones(n)
     if voltage_floor is not None:
-        offchip_j = (costs["offchip_energy_j"].to_numpy(dtype=float)
+        offchip_j = (np.asarray(costs["offchip_energy_j"], dtype=float)
                      if "offchip_energy_j" in costs else np.zeros(n))
         clock_fraction, time_s, dyn_j, stretch_s = throttle(
             group, terms[:, 0], terms[:, 1], terms[:, 2], dyn_j - offchip_j, offchip_j,
@@ -106,42 +118,46 @@ def finish(work: pd.DataFrame, costs: pd.DataFrame, tdp_w: float, static_w: floa
     return _finished(work, costs, stretched_s, bound, dyn_j, static_w, clock_fraction)
 
 
-def _finished(work: pd.DataFrame, costs: pd.DataFrame, time_s: np.ndarray, bound: np.ndarray,
-              dyn_j: np.ndarray, static_w: float, clock_fraction: np.ndarray) -> pd.DataFrame:
-    # The new columns as one frame beside the work's (setting 18 columns one at a time cost
-    # three times as much); a cost column that shadows a work column replaces it in place.
-    new: dict[str, Any] = {c: costs[c].to_numpy() for c in costs.columns}
+def _finished(work: Columns, costs: Columns, time_s: np.ndarray, bound: np.ndarray,
+              dyn_j: np.ndarray, static_w: float, clock_fraction: np.ndarray) -> Columns:
+    new: dict[str, Any] = {c: costs[c] for c in costs}
     new.update(dynamic_energy_j=dyn_j, time_s=time_s, bound=bound, clock_fraction=clock_fraction,
-               energy_j=dyn_j + static_w * time_s,
-               bytes=(work["read_bytes"] + work["write_bytes"]).to_numpy())
-    if work.columns.isin(list(new)).any():
-        return pd.DataFrame({**{c: work[c] for c in work.columns}, **new}, index=work.index)
-    return pd.concat([work, pd.DataFrame(new, index=work.index)], axis=1)
+               energy_j=dyn_j + static_w * time_s, bytes=work["read_bytes"] + work["write_bytes"])
+    return Columns({**{c: work[c] for c in work}, **new})
 
 
-def kernel_groups(work: pd.DataFrame, costs: pd.DataFrame) -> np.ndarray:
+def kernel_groups(work: Table, costs: Table) -> np.ndarray:
     """Position of the kernel each row ran in (its own unless the class model fused it)."""
     if "unit" not in costs:
         return np.arange(len(work))
-    return producer_rows(work, costs["unit"].to_numpy() == "fused")
+    return producer_rows(work, np.asarray(costs["unit"]) == "fused")
 
 
-def bottleneck(layers: pd.DataFrame) -> str:
-    """The bound that accounts for most of the time (compute, memory, overhead or power)."""
-    by_bound = layers.groupby("bound")["time_s"].sum()
-    return str(by_bound.idxmax()) if len(by_bound) else "none"
+def time_by_bound_s(layers: Table) -> tuple[np.ndarray, np.ndarray]:
+    """(the bounds that occur, in name order; the seconds each accounts for)."""
+    bounds, where = np.unique(np.asarray(layers["bound"]).astype(str), return_inverse=True)
+    return bounds, np.bincount(where, weights=np.asarray(layers["time_s"], dtype=float),
+                               minlength=len(bounds))
 
 
-def explain_bound(layers: pd.DataFrame) -> str:
+def bottleneck(layers: Table) -> str:
+    """The bound that accounts for most of the time (compute, memory, overhead or power;
+    the first in name order where two tie)."""
+    bounds, time_s = time_by_bound_s(layers)
+    return str(bounds[int(np.argmax(time_s))]) if len(bounds) else "none"
+
+
+def explain_bound(layers: Table) -> str:
     """One line on where a batch's time goes: the share of each bound and the top layer."""
-    total_s = float(layers["time_s"].sum())
+    time_s = np.asarray(layers["time_s"], dtype=float)
+    total_s = float(time_s.sum())
     if total_s <= 0:
         return "no time"
-    shares = layers.groupby("bound")["time_s"].sum().sort_values(ascending=False) / total_s
-    parts = ", ".join(f"{bound} {share:.0%}" for bound, share in shares.items() if share >= 0.005)
-    # the first slowest row, read column by column (a whole row of mixed types costs more)
-    time_s = layers["time_s"].to_numpy()
-    i = int(np.argmax(time_s))
-    name, phase, bound = (layers[c].iat[i] for c in ("name", "phase", "bound"))
+    bounds, bound_s = time_by_bound_s(layers)
+    order = np.argsort(-bound_s, kind="stable")
+    parts = ", ".join(f"{bounds[j]} {bound_s[j] / total_s:.0%}" for j in order
+                      if bound_s[j] / total_s >= 0.005)
+    i = int(np.argmax(time_s))  # the first slowest row
+    name, phase, bound = (np.asarray(layers[c])[i] for c in ("name", "phase", "bound"))
     return (f"time by bound: {parts}; slowest layer {name} ({phase}, "
             f"{bound}-bound, {float(time_s[i]) / total_s:.0%} of the time)")

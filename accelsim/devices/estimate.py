@@ -2,6 +2,7 @@
 
     est = estimate(graph, load_profile("a100"), batch=256, precision="bf16", mode="train")
     est.step_time_s, est.throughput_samples_per_s, est.layers  # a DataFrame, one row per op x phase
+    est.rows  # the same rows as read-only arrays (`accelsim.workload.columns`), no frame built
 
 A pure function of its inputs: the software stack is resolved for the device class and the
 host CPU (`accelsim.profiles.software`; its per-step host time is added here), the class's
@@ -17,23 +18,26 @@ NPU, `host_energy_j`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from accelsim.devices import registry
-from accelsim.devices.core import bottleneck, finish
+from accelsim.devices.core import bottleneck, finish_columns
 from accelsim.devices.invariants import check_estimate, check_graph
 from accelsim.devices.precision import cannot_train, compute_precision, hardware_key
 from accelsim.errors import AccelsimError
 from accelsim.profiles.software import DEFAULT, SoftwareStack
 from accelsim.profiles.stack_choice import resolve_software
 from accelsim.results.headline import Figures, PowerSplit, reserve
+from accelsim.workload.columns import Columns, Table
 from accelsim.workload.freeze import is_frozen
 from accelsim.workload.graph import Graph
 from accelsim.workload.memory import io_bytes_per_sample, largest_batch, memory_need
 from accelsim.workload.tables import totals, unsupported_ops
-from accelsim.workload.work import gemms_for, trained_params, work_table
+from accelsim.workload.work import gemm_columns, trained_params, work_columns
 
 
 def class_model(device_class: str):  # noqa: ANN201 - returns a ClassModel
@@ -73,7 +77,7 @@ class DeviceEstimate:
     batch_size: int
     precision: str
     software: str
-    layers: pd.DataFrame
+    rows: Columns  # one row per op x phase (`layers` is the same as a DataFrame)
     step_time_s: float
     energy_j: float
     bottleneck: str
@@ -84,6 +88,11 @@ class DeviceEstimate:
     notes: list[str] = field(default_factory=list)  # where the run differs from the request
     host_energy_j: float = 0.0  # the part of energy_j the host CPU spent (NPU fallback)
     clock_hz: float | None = None  # the rated clock (GPU boost) DVFS fractions refer to
+
+    @cached_property
+    def layers(self) -> pd.DataFrame:
+        """`rows` as a DataFrame (built on first use: a sweep point reads arrays only)."""
+        return self.rows.to_frame()
 
     @property
     def throughput_samples_per_s(self) -> float:
@@ -113,8 +122,8 @@ class DeviceEstimate:
     def sustained_clock_fraction(self) -> float:
         """Time-weighted share of the rated clock the device ran at over the step (1: never
         power-limited; DVFS in `core.finish`)."""
-        t = self.layers["time_s"].to_numpy()
-        f = self.layers["clock_fraction"].to_numpy() if "clock_fraction" in self.layers else 1
+        t = self.rows["time_s"]
+        f = self.rows["clock_fraction"] if "clock_fraction" in self.rows else 1
         return float((f * t).sum() / t.sum()) if t.sum() > 0 else 1.0
 
     @property
@@ -123,8 +132,7 @@ class DeviceEstimate:
 
     def phase_time_s(self, phase: str) -> float:
         """Time of one phase (forward, backward or optimizer) of the step."""
-        time_s = self.layers["time_s"].to_numpy()
-        return float(time_s[self.layers["phase"].to_numpy() == phase].sum())
+        return float(self.rows["time_s"][self.rows["phase"] == phase].sum())
 
 
 def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str = "infer",
@@ -154,8 +162,8 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     inputs = {"device": profile.name, "workload": graph.name, "batch": batch,
               "precision": precision, "mode": mode, "software": asked, "optimizer": optimizer}
     check_graph(graph, inputs)
-    work = work_table(graph, batch, precision, mode, optimizer)
-    gemms = gemms_for(graph, batch)
+    work = work_columns(graph, batch, precision, mode, optimizer)
+    gemms = gemm_columns(graph, batch)
     host = record.host_for(host_cpu)
     costs = record.cost(profile, work, gemms, hardware_key(precision), stack, batch=batch,
                         host=host)
@@ -167,8 +175,8 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     if record.step_overhead:
         costs = with_step_overhead(costs, stack, batch * io_bytes_per_sample(graph, precision)[0])
     tdp_w, static_w = record.power_limits(profile)
-    layers = finish(work, costs, tdp_w, static_w, voltage_floor(profile))
-    check_estimate(layers, profile, hardware_key(precision), tdp_w, static_w, inputs, host)
+    rows = finish_columns(work, costs, tdp_w, static_w, voltage_floor(profile))
+    check_estimate(rows, profile, hardware_key(precision), tdp_w, static_w, inputs, host)
     cap = record.capacity_bytes(profile)
     need = memory_need(graph, batch, precision, mode, optimizer)
     memory = need.check(cap if cap is not None else float("inf"))
@@ -178,12 +186,13 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     used, precision_note = compute_precision(profile, precision)
     unsupported = unsupported_ops(graph)
     notes = [n for n in (precision_note, software_note) if n]
-    if host_cpu is None and "unit" in layers and (layers["unit"] == "host").any():
+    if host_cpu is None and "unit" in rows and (rows["unit"] == "host").any():
         notes.append(f"ops the {profile.device_class.upper()} cannot run ran on the stand-in "
                      f"host CPU '{record.host_fallback}' (no host CPU profile: the system's CPU "
                      "is defined inline or not given)")
     if record.notes is not None:
-        notes.extend(record.notes(profile, work, gemms, stack, hardware_key(precision)))
+        notes.extend(record.notes(profile, *record.tables(work, gemms), stack,
+                                  hardware_key(precision)))
     peaks = getattr(getattr(profile, "compute", None), "matrix_peak_flops_per_s", None) or {}
     if tf32 is not None and "tf32" not in peaks:  # (the knob is refused at other precisions)
         notes.append(f"--tf32 {'on' if tf32 else 'off'} changes nothing here: {profile.name} "
@@ -197,7 +206,7 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
     if unsupported:
         notes.append(f"{len(unsupported)} op kinds have no cost formula and are not costed: "
                      f"{', '.join(unsupported)}")
-    step_time_s = float(layers["time_s"].sum())
+    step_time_s = float(rows["time_s"].sum())
     if not step_time_s > 0:  # a graph of reshapes and aliases only: no rate to divide by
         source = graph.meta.get("source_file") or graph.name
         raise AccelsimError(f"{source}: every costed op takes 0 s on {profile.name} (the "
@@ -205,35 +214,34 @@ def estimate(graph: Graph, profile: Any, batch: int, precision: str, mode: str =
                             "throughput to report")
     return DeviceEstimate(
         device=profile.name, device_class=profile.device_class, mode=mode, batch_size=batch,
-        precision=precision, software=asked, layers=layers,
-        step_time_s=step_time_s, energy_j=float(layers["energy_j"].sum()),
-        bottleneck=bottleneck(layers), memory=memory, unsupported_ops=unsupported,
+        precision=precision, software=asked, rows=rows,
+        step_time_s=step_time_s, energy_j=float(rows["energy_j"].sum()),
+        bottleneck=bottleneck(rows), memory=memory, unsupported_ops=unsupported,
         compute_precision=used, software_applied=stack.name, notes=notes,
-        host_energy_j=float(layers["host_energy_j"].sum()) if "host_energy_j" in layers else 0.0,
+        host_energy_j=float(rows["host_energy_j"].sum()) if "host_energy_j" in rows else 0.0,
         clock_hz=getattr(getattr(profile, "compute", None), "clock_hz", None))
 
 
-def with_step_overhead(costs: pd.DataFrame, stack: SoftwareStack,
-                       payload_bytes: float = 0.0) -> pd.DataFrame:
+def with_step_overhead(costs: Table, stack: SoftwareStack,
+                       payload_bytes: float = 0.0) -> Columns:
     """`costs` with the stack's host time per step (and per request: NB one request per
     batch, whose inputs are `payload_bytes`) added to the overhead, serial with the device's
     work. NB: spread evenly over the rows, so that no one layer carries the whole step's host
     time in the layer table."""
     step_s = (stack.host_per_step_s + stack.host_per_request_s
               + stack.host_payload_s(payload_bytes))
-    if step_s <= 0 or costs.empty:
+    costs = Columns.of(costs)
+    if step_s <= 0 or len(costs) == 0:
         return costs
-    out = costs.copy()
-    out["overhead_s"] = out["overhead_s"] + step_s / len(out)
-    return out
+    return costs.assign(overhead_s=np.asarray(costs["overhead_s"]) + step_s / len(costs))
 
 
 def _clock(est: DeviceEstimate, rated_hz: float | None) -> dict[str, Any]:
     """Rated and sustained clock (time-weighted over the step) and the share of time spent
     power-limited."""
-    t = est.layers["time_s"].to_numpy()
-    limited = float(t[est.layers["clock_fraction"].to_numpy() < 1].sum() / t.sum()) if (
-        "clock_fraction" in est.layers and t.sum() > 0) else 0.0
+    t = est.rows["time_s"]
+    limited = float(t[est.rows["clock_fraction"] < 1].sum() / t.sum()) if (
+        "clock_fraction" in est.rows and t.sum() > 0) else 0.0
     frac = est.sustained_clock_fraction
     return {"rated_mhz": None if rated_hz is None else rated_hz / 1e6,
             "sustained_mhz": None if rated_hz is None else frac * rated_hz / 1e6,
@@ -251,10 +259,10 @@ def summary(est: DeviceEstimate, graph: Graph, layers: bool = True,
     profile_clock_hz = profile_clock_hz or est.clock_hz
     tot = totals(graph)
     cols = ["name", "op", "phase", "flops", "bytes", "dram_bytes", "time_s", "energy_j", "bound"]
-    if est.layers["cycles"].notna().any():
+    if not np.isnan(np.asarray(est.rows["cycles"], dtype=float)).all():
         cols.append("cycles")
     extra = [c for c in ("unit", "host_energy_j", "stall_cycles", "output_error",
-                         "input_sparsity", "weight_sparsity") if c in est.layers]
+                         "input_sparsity", "weight_sparsity") if c in est.rows]
     record = {
         "workload": {"name": graph.name, "mode": est.mode, "batch_size": est.batch_size,
                      "precision": est.precision, "params": tot["params"],
@@ -266,7 +274,7 @@ def summary(est: DeviceEstimate, graph: Graph, layers: bool = True,
         **reserve(with_split=True), "bottleneck": None,  # the engine places its `Figures`
         "clock": _clock(est, profile_clock_hz),
         "memory": est.memory,
-        "time_by_phase_s": {p: est.phase_time_s(p) for p in est.layers["phase"].unique()},
+        "time_by_phase_s": {p: est.phase_time_s(p) for p in dict.fromkeys(est.rows["phase"])},
         "layers": _records(est.layers[cols + extra]) if layers else [],
         "unsupported_ops": est.unsupported_ops,
         "notes": list(est.notes),
@@ -279,7 +287,7 @@ def summary(est: DeviceEstimate, graph: Graph, layers: bool = True,
             f"({trained / tot['params']:.1%}); {len(graph.meta['frozen'])} layers frozen run "
             "forward only, with no weight gradient, optimizer state or gradient exchange")
     # A cycle-counted array (systolic): the whole network; None elsewhere (same keys always).
-    record["total_cycles"] = (float(est.layers["cycles"].sum()) if "stall_cycles" in est.layers
+    record["total_cycles"] = (float(np.nansum(est.rows["cycles"])) if "stall_cycles" in est.rows
                               else None)
     record.update(tail or {})
     record["bottleneck_detail"] = None

@@ -35,11 +35,11 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from accelsim.devices import registry
 from accelsim.devices.core import kernel_groups
 from accelsim.errors import AccelsimError
+from accelsim.workload.columns import Table
 from accelsim.workload.graph import Graph
 from accelsim.workload.tables import counts_table
 
@@ -90,7 +90,7 @@ _COLUMNS = (*_NONNEGATIVE, "host_energy_j", "resident_bytes")
 class _Rows:
     """An estimate's layers as arrays, with the kernel each row ran in."""
 
-    layers: pd.DataFrame
+    layers: Table
     col: dict[str, np.ndarray]
     group: np.ndarray  # position of each row's kernel (`core.kernel_groups`)
     root: np.ndarray  # rows that are kernels (not fused into another)
@@ -101,21 +101,25 @@ class _Rows:
         """`values` summed over each kernel's rows, at the kernel's position."""
         return np.bincount(self.group, weights=values, minlength=len(self.group))
 
+    def value(self, name: str, i: int) -> Any:
+        """Row i's entry in the column `name`."""
+        return np.asarray(self.layers[name])[i]
+
     def where(self, i: int) -> str:
-        r = self.layers.iloc[i]
-        unit = f", unit {r['unit']}" if "unit" in self.layers else ""
-        return f"row {i} '{r['name']}' ({r['op']}, {r['phase']}{unit})"
+        unit = f", unit {self.value('unit', i)}" if "unit" in self.layers else ""
+        return (f"row {i} '{self.value('name', i)}' ({self.value('op', i)}, "
+                f"{self.value('phase', i)}{unit})")
 
 
-def _rows(layers: pd.DataFrame) -> _Rows:
+def _rows(layers: Table) -> _Rows:
     n = len(layers)
     present = [c for c in _COLUMNS if c in layers]
-    col = {c: layers[c].to_numpy(dtype=float) for c in present}
+    col = {c: np.asarray(layers[c], dtype=float) for c in present}
     col.setdefault("host_energy_j", np.zeros(n))
     group = kernel_groups(layers, layers)
-    host = layers["unit"].to_numpy() == "host" if "unit" in layers else np.zeros(n, bool)
+    host = np.asarray(layers["unit"]) == "host" if "unit" in layers else np.zeros(n, bool)
     return _Rows(layers, col, group, group == np.arange(n), host,
-                 layers["matmul"].to_numpy(dtype=bool))
+                 np.asarray(layers["matmul"], dtype=bool))
 
 
 def _first(bad: np.ndarray) -> int | None:
@@ -155,7 +159,7 @@ def _check_peaks(r: _Rows, profile: Any, precision: str, context: Mapping[str, A
     on_vector = (~r.matmul | (row_matrix <= vector_peak)) & ~r.host
     vector = np.full(len(flops), vector_peak)
     # A GPU row's kernels may execute fewer FLOPs than the op's count (Winograd, gpu_gemm).
-    executed = (r.layers["executed_flops"].to_numpy(dtype=float)
+    executed = (np.asarray(r.layers["executed_flops"], dtype=float)
                 if "executed_flops" in r.layers else flops)
     checks = (
         ("its unit's peak", executed, own_peak),
@@ -193,7 +197,7 @@ def _check_power(r: _Rows, tdp_w: float, static_w: float, context: Mapping[str, 
         power = device_j[i] / kernel_s[i] + static_w if kernel_s[i] > 0 else math.inf
         raise fail("power within TDP", context, f"{r.where(i)}: device energy "
                    f"{device_j[i]:.6g} J in {kernel_s[i]:.6g} s = {power:.6g} W with static, "
-                   f"above the TDP {tdp_w:g} W (bound {r.layers['bound'].iloc[i]})")
+                   f"above the TDP {tdp_w:g} W (bound {r.value('bound', i)})")
 
 
 def _check_offchip_bytes(r: _Rows, context: Mapping[str, Any]) -> None:
@@ -209,7 +213,7 @@ def _check_offchip_bytes(r: _Rows, context: Mapping[str, Any]) -> None:
                    f"fewer than its operands once, {compulsory[i]:.6g} bytes")
 
 
-def check_estimate(layers: pd.DataFrame, profile: Any, precision: str, tdp_w: float,
+def check_estimate(layers: Table, profile: Any, precision: str, tdp_w: float,
                    static_w: float, context: Mapping[str, Any], host: Any = None) -> None:
     """Every per-row invariant of an estimate's `layers` (`core.finish`'s output) on `profile`
     at hardware precision `precision`; `context` names the inputs for the message. `host`:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from accelsim.devices import energy
 from accelsim.profiles.software import FUSION_GROUP_OPS
+from accelsim.workload.columns import Columns, Table, is_in
 
 # Partial sums are kept 32 bits wide (int32 for int8 MACs, fp32 for bf16/fp16): an
 # architectural convention of the TPU MXU, the DPU and NPU MAC arrays, not a device figure.
@@ -34,7 +35,7 @@ FUSABLE_OPS = FUSION_GROUP_OPS["elementwise"] | FUSION_GROUP_OPS["normalization"
 _DIMS = ("m", "n", "k")
 
 
-def row_gemms(work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
+def row_gemms(work: Table, gemms: Table) -> Columns:
     """GEMMs of every matmul row of `work`: columns row (position in `work`), gemm ("forward",
     "dx" or "dw"), m, n, k (output m x n, reduction k), count, macs. Forward rows take the
     forward GEMMs of their op; backward rows the two gradient GEMMs (`GRADIENT_GEMMS`).
@@ -44,14 +45,14 @@ def row_gemms(work: pd.DataFrame, gemms: pd.DataFrame) -> pd.DataFrame:
     return row_gemms_and_sources(work, gemms)[0]
 
 
-def row_gemms_and_sources(work: pd.DataFrame, gemms: pd.DataFrame
-                          ) -> tuple[pd.DataFrame, np.ndarray]:
+def row_gemms_and_sources(work: Table, gemms: Table) -> tuple[Columns, np.ndarray]:
     """`row_gemms`, and per its row the position in `gemms` of the GEMM it derives from."""
-    rows = np.flatnonzero(work["matmul"].to_numpy(dtype=bool))
-    ops = work["op_index"].to_numpy()[rows]
-    backward = work["phase"].to_numpy()[rows] == "backward"
-    forward = work["phase"].to_numpy()[rows] == "forward"
-    g_op = gemms["op_index"].to_numpy()
+    rows = np.flatnonzero(np.asarray(work["matmul"], dtype=bool))
+    ops = np.asarray(work["op_index"])[rows]
+    phase = np.asarray(work["phase"])[rows]
+    backward = phase == "backward"
+    forward = phase == "forward"
+    g_op = np.asarray(gemms["op_index"])
     order = np.argsort(g_op, kind="stable")
     lo = np.searchsorted(g_op[order], ops, side="left")
     n_each = np.searchsorted(g_op[order], ops, side="right") - lo
@@ -59,8 +60,8 @@ def row_gemms_and_sources(work: pd.DataFrame, gemms: pd.DataFrame
     first = np.repeat(np.cumsum(n_each) - n_each, n_each)
     take = order[np.arange(int(n_each.sum())) - first + np.repeat(lo, n_each)]
     row = np.repeat(rows, n_each)
-    dims = {d: gemms[d].to_numpy(dtype=float)[take] for d in _DIMS}
-    count = gemms["count"].to_numpy(dtype=float)[take]
+    dims = {d: np.asarray(gemms[d], dtype=float)[take] for d in _DIMS}
+    count = np.asarray(gemms["count"], dtype=float)[take]
     is_fwd, is_bwd = np.repeat(forward, n_each), np.repeat(backward, n_each)
     parts = [(row[is_fwd], "forward", [dims[d][is_fwd] for d in _DIMS], count[is_fwd])]
     parts += [(row[is_bwd], name, [dims[d][is_bwd] for d in perm], count[is_bwd])
@@ -68,25 +69,25 @@ def row_gemms_and_sources(work: pd.DataFrame, gemms: pd.DataFrame
     m, n, k = (np.concatenate([p[2][i] for p in parts]) for i in range(3))
     cnt = np.concatenate([p[3] for p in parts])
     # A forward conv's im2col shape (`counts.Gemm.im2col`); gradient GEMMs have none.
-    shapes = gemms["im2col"].tolist() if "im2col" in gemms else [()] * len(gemms)
+    shapes = list(gemms["im2col"]) if "im2col" in gemms else [()] * len(gemms)
     im2col = [shapes[t] for t in take[is_fwd]] + [()] * (len(m) - int(is_fwd.sum()))
     sources = np.concatenate([take[is_fwd], *[take[is_bwd]] * len(GRADIENT_GEMMS)])
-    return pd.DataFrame({
+    return Columns({
         "row": np.concatenate([p[0] for p in parts]).astype(np.int64),
         "gemm": np.concatenate([np.full(len(p[0]), p[1], dtype=object) for p in parts]),
         "m": m, "n": n, "k": k, "count": cnt, "macs": m * n * k * cnt,
         "im2col": im2col}), sources
 
 
-def forward_dims(g: pd.DataFrame, mnk: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+def forward_dims(g: Table, mnk: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(m, n, k) of the forward GEMM each row of `row_gemms` derives from (the inverse of
     `GRADIENT_GEMMS`; a forward GEMM's own dims). `mnk`: g's m, n, k as float arrays, where
     the caller has them."""
     dims = dict(zip(_DIMS, mnk, strict=True)) if mnk is not None else {
-        d: g[d].to_numpy(dtype=float) for d in _DIMS}
+        d: np.asarray(g[d], dtype=float) for d in _DIMS}
     out = {d: dims[d].copy() for d in _DIMS}
-    gemm = g["gemm"].to_numpy()
+    gemm = np.asarray(g["gemm"])
     for name, perm in GRADIENT_GEMMS.items():
         grad = gemm == name
         for slot, fwd_dim in zip(_DIMS, perm, strict=True):
@@ -101,29 +102,30 @@ def per_row(values: pd.Series | np.ndarray, rows: pd.Series | np.ndarray, n_rows
                        weights=np.asarray(values, dtype=float), minlength=n_rows)
 
 
-def mac_weighted(values: pd.Series | np.ndarray, g: pd.DataFrame, n_rows: int,
+def mac_weighted(values: pd.Series | np.ndarray, g: Table, n_rows: int,
                  default: float = 1.0) -> np.ndarray:
     """Per work row, the MAC-weighted mean of a per-GEMM quantity (`default` where a row has
     no GEMM). NB: an op with several GEMMs (an LSTM's input and recurrent products) gets one
     blended factor rather than one per GEMM."""
     macs = per_row(g["macs"], g["row"], n_rows)
-    weighted = per_row(np.asarray(values, dtype=float) * g["macs"].to_numpy(), g["row"], n_rows)
+    weighted = per_row(np.asarray(values, dtype=float) * np.asarray(g["macs"]), g["row"],
+                       n_rows)
     return np.where(macs > 0, weighted / np.where(macs > 0, macs, 1.0), default)
 
 
-def vector_flops(work: pd.DataFrame, macs: np.ndarray) -> np.ndarray:
+def vector_flops(work: Table, macs: np.ndarray) -> np.ndarray:
     """FLOPs of each row not done as GEMM MACs (all of a non-matmul row; a matmul row's softmax,
     gates and bias): they run on the vector / misc unit."""
-    return np.maximum(work["flops"].to_numpy(dtype=float) - 2.0 * macs, 0.0)
+    return np.maximum(np.asarray(work["flops"], dtype=float) - 2.0 * macs, 0.0)
 
 
-def operand_bytes(work: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def operand_bytes(work: Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(activation bytes read, weight bytes, bytes written) of each row: the compulsory DRAM
     traffic, each byte moved once. NB: backward rows read saved activations and output
     gradients as their "activations" and write input and weight gradients."""
-    weights = work["weight_bytes"].to_numpy(dtype=float)
-    acts = np.maximum(work["read_bytes"].to_numpy(dtype=float) - weights, 0.0)
-    return acts, weights, work["write_bytes"].to_numpy(dtype=float)
+    weights = np.asarray(work["weight_bytes"], dtype=float)
+    acts = np.maximum(np.asarray(work["read_bytes"], dtype=float) - weights, 0.0)
+    return acts, weights, np.asarray(work["write_bytes"], dtype=float)
 
 
 def refetch_bytes(a_bytes: np.ndarray, b_bytes: np.ndarray, capacity_bytes: float | None,
@@ -162,14 +164,15 @@ def onchip_capacity_bytes(*sizes: int | None) -> float | None:
     return float(sum(present)) if present else None
 
 
-def _launches_kernel(work: pd.DataFrame) -> np.ndarray:
+def _launches_kernel(work: Table) -> np.ndarray:
     """Rows that run a kernel: any FLOPs or bytes (views have neither)."""
-    flops = work["flops"].to_numpy(dtype=float)
-    moved = work["read_bytes"].to_numpy(dtype=float) + work["write_bytes"].to_numpy(dtype=float)
+    flops = np.asarray(work["flops"], dtype=float)
+    moved = (np.asarray(work["read_bytes"], dtype=float)
+             + np.asarray(work["write_bytes"], dtype=float))
     return (flops > 0) | (moved > 0)
 
 
-def fused_rows(work: pd.DataFrame, on_engine: np.ndarray | None = None,
+def fused_rows(work: Table, on_engine: np.ndarray | None = None,
                fusable_ops: frozenset[str] = FUSABLE_OPS) -> np.ndarray:
     """Rows a compiling engine fuses into their producer: elementwise and normalisation ops
     that have a producer kernel in the same phase (forward: the kernel before; backward, which
@@ -177,10 +180,10 @@ def fused_rows(work: pd.DataFrame, on_engine: np.ndarray | None = None,
     the fusing engine runs: a row elsewhere (an NPU's host fallback) is neither fused nor a
     producer to fuse into. `fusable_ops`: the op kinds the engine fuses (default: both groups
     of `FUSION_GROUP_OPS`). NB: table order stands in for graph edges."""
-    fusable = work["op"].isin(fusable_ops).to_numpy()
+    fusable = is_in(np.asarray(work["op"]), fusable_ops)
     kernel = _launches_kernel(work)
     engine = np.ones(len(work), dtype=bool) if on_engine is None else np.asarray(on_engine)
-    phase = work["phase"].to_numpy()
+    phase = np.asarray(work["phase"])
     fused = np.zeros(len(work), dtype=bool)
     for ph, step in (("forward", 1), ("backward", -1)):
         rows = np.flatnonzero(phase == ph)[::step]
@@ -195,7 +198,7 @@ def fused_rows(work: pd.DataFrame, on_engine: np.ndarray | None = None,
     return fused
 
 
-def producer_rows(work: pd.DataFrame, fused: np.ndarray) -> np.ndarray:
+def producer_rows(work: Table, fused: np.ndarray) -> np.ndarray:
     """Position of the kernel each row's work ran in: its own, or for a `fused` row its
     producer's, the nearest unfused kernel before it in the forward phase and after it in the
     backward phase (which runs in reverse), as `fused_rows` decides. A fused row with no such
@@ -212,7 +215,7 @@ def producer_rows(work: pd.DataFrame, fused: np.ndarray) -> np.ndarray:
     if not fused.any():
         return group
     kernel = _launches_kernel(work)
-    phase = work["phase"].to_numpy()
+    phase = np.asarray(work["phase"])
     for ph, step in (("forward", 1), ("backward", -1)):
         rows = np.flatnonzero(phase == ph)[::step]
         # the last unfused kernel seen so far, in execution order (-1: none yet)
@@ -223,7 +226,7 @@ def producer_rows(work: pd.DataFrame, fused: np.ndarray) -> np.ndarray:
     return group
 
 
-def drain_excess_s(work: pd.DataFrame, fused: np.ndarray, vec_s: np.ndarray,
+def drain_excess_s(work: Table, fused: np.ndarray, vec_s: np.ndarray,
                    own_s: np.ndarray) -> np.ndarray:
     """Per fused row, its share of the time its kernel's fused work takes beyond the producer
     kernel's own time (`own_s`: roofline plus dispatch): zero while the post-processing unit
@@ -238,10 +241,10 @@ def drain_excess_s(work: pd.DataFrame, fused: np.ndarray, vec_s: np.ndarray,
     return np.where(fused, excess_s * share, 0.0)
 
 
-def kernel_counts(work: pd.DataFrame) -> np.ndarray:
+def kernel_counts(work: Table) -> np.ndarray:
     """Kernels per row: 0 for views (no FLOPs, no bytes), 2 for a backward matmul (dX and dW),
     else 1 (NB: the optimizer as one fused multi-tensor kernel, as NGC's apex optimizers)."""
-    two = work["matmul"].to_numpy() & (work["phase"].to_numpy() == "backward")
+    two = np.asarray(work["matmul"], dtype=bool) & (np.asarray(work["phase"]) == "backward")
     return np.where(_launches_kernel(work), np.where(two, 2.0, 1.0), 0.0)
 
 

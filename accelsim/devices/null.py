@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from accelsim.devices.registry import DeviceClass, register, unbounded_peaks
 from accelsim.profiles.software import SoftwareStack
+from accelsim.workload.columns import Columns, Table
 
 
 @dataclass(frozen=True)
@@ -31,23 +31,23 @@ class NullProfile:
     static_w: float = 0.0
 
 
-def null_costs(profile: NullProfile, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
-               stack: SoftwareStack) -> pd.DataFrame:
-    factor = np.where(work["phase"] == "backward", profile.backward_factor, 1.0)
+def null_costs(profile: NullProfile, work: Table, gemms: Table, precision: str,
+               stack: SoftwareStack) -> Columns:
+    factor = np.where(np.asarray(work["phase"]) == "backward", profile.backward_factor, 1.0)
     n = len(work)
-    return pd.DataFrame({
+    return Columns({
         "compute_s": profile.op_time_s * factor,
         "memory_s": np.zeros(n),
         "overhead_s": np.zeros(n),
         "dynamic_energy_j": np.full(n, profile.op_energy_j),
-        "dram_bytes": work["read_bytes"].to_numpy() + work["write_bytes"].to_numpy(),
+        "dram_bytes": np.asarray(work["read_bytes"]) + np.asarray(work["write_bytes"]),
         "onchip_bytes": np.zeros(n),
         "cycles": np.full(n, np.nan),
-    }, index=work.index)
+    })
 
 
 NULL = register(DeviceClass(
     name="null", model=null_costs, peaks=unbounded_peaks, schema=None,
     default_stack="pytorch-eager", step_overhead=False,  # NB: costs fixed by construction
     power_limits=lambda p: (p.tdp_w, p.static_w), capacity_bytes=lambda p: p.capacity_bytes,
-    has_offchip_memory=lambda p: True))
+    has_offchip_memory=lambda p: True, reads_arrays=True))

@@ -32,6 +32,7 @@ from accelsim.errors import AccelsimError
 from accelsim.profiles.device_schema import ClassSchema, register_class_schema
 from accelsim.profiles.software import SoftwareStack, register_stack_class
 from accelsim.profiles.stack_choice import for_class
+from accelsim.workload.columns import Columns
 
 PeakFn = Callable[[Any, str], tuple[float, float]]
 # (profile, layers, precision, matmul rows, matrix peak per row) -> the matrix peak per row
@@ -77,7 +78,9 @@ class DeviceClass:
     the invariants hold rows to, where some rows ran on other units: a GPU's tf32 rows);
     `notes(profile, work, gemms, stack, precision)` (lines the estimate adds to its notes);
     `matrix_precision(profile, precision)` (the format its matrix units compute a request in,
-    None: as asked)."""
+    None: as asked); `reads_arrays` (the model and its notes read the work and GEMM tables as
+    read-only arrays, `accelsim.workload.columns.Columns`, as the built-in classes do; False,
+    the default: they are given DataFrames, as a class written against pandas expects)."""
 
     name: str
     model: ClassModel
@@ -94,6 +97,7 @@ class DeviceClass:
     row_matrix_peaks: RowPeakFn | None = None
     notes: Callable[[Any, pd.DataFrame, pd.DataFrame, SoftwareStack, str], list[str]] | None = None
     matrix_precision: Callable[[Any, str], str] | None = None
+    reads_arrays: bool = False
 
     def host_for(self, host: Any = None) -> Any:
         """The host CPU profile that runs what the device cannot: `host` (the system's), else
@@ -114,7 +118,13 @@ class DeviceClass:
             extra["host"] = self.host_for(host)
             extra["host_model"] = get(extra["host"].device_class).model
             extra["host_stack"] = for_class(stack, extra["host"].device_class)[0]
-        return self.model(profile, work, gemms, precision, stack, **extra)
+        return self.model(profile, *self.tables(work, gemms), precision, stack, **extra)
+
+    def tables(self, *tables: Any) -> tuple[Any, ...]:
+        """`tables` in the form this class's model reads (`reads_arrays`)."""
+        if self.reads_arrays:
+            return tables
+        return tuple(t.to_frame() if isinstance(t, Columns) else t for t in tables)
 
 
 @lru_cache(maxsize=8)

@@ -21,29 +21,31 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pandas as pd
+
+from accelsim.workload.columns import Table
 
 
-def resident_read_bytes(work: pd.DataFrame, dram_bytes: np.ndarray, fused: np.ndarray,
+def resident_read_bytes(work: Table, dram_bytes: np.ndarray, fused: np.ndarray,
                         cache_bytes: float) -> np.ndarray:
     """Bytes of each row's DRAM reads the cache serves instead (0 where none), per row."""
     n = len(work)
     if "input_ops" not in work or not cache_bytes > 0 or n == 0:
         return np.zeros(n)
-    forward = work["phase"].to_numpy() == "forward"
-    op_index = work["op_index"].to_numpy(dtype=int)
+    forward = np.asarray(work["phase"]) == "forward"
+    op_index = np.asarray(work["op_index"], dtype=int)
     row_of_op = np.full(max(int(op_index.max()), 0) + 1, -1)
     row_of_op[op_index[forward]] = np.flatnonzero(forward)  # the op's forward row
-    inputs = work["input_ops"].tolist()
+    inputs = list(work["input_ops"])
     # one (reader row, producer row) pair per input of every row
     reader = np.repeat(np.arange(n), np.fromiter(map(len, inputs), int, n))
     producer = row_of_op[np.fromiter(itertools.chain.from_iterable(inputs), int, len(reader))]
     ok = forward[reader] & ~fused[reader] & (producer >= 0) & (producer < reader)
     reader, producer = reader[ok], producer[ok]
-    write = work["write_bytes"].to_numpy(dtype=float)
+    write = np.asarray(work["write_bytes"], dtype=float)
     through = np.cumsum(np.where(forward, dram_bytes, 0.0))  # DRAM traffic up to each row
     between = through[reader - 1] - through[producer]  # what rows p+1 .. r-1 moved
     hit = write[producer] + between <= cache_bytes
     served = np.bincount(reader[hit], weights=write[producer[hit]], minlength=n)
-    activation_read = (work["read_bytes"] - work["weight_bytes"]).to_numpy(dtype=float)
+    activation_read = (np.asarray(work["read_bytes"], dtype=float)
+                       - np.asarray(work["weight_bytes"], dtype=float))
     return np.minimum(np.minimum(served, activation_read), dram_bytes)

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from accelsim.devices.energy import arithmetic_energy_j, energy_scales
+from accelsim.workload.columns import Columns, Table
 
 MEASURED = ("output_error", "input_sparsity", "weight_sparsity")
 
@@ -59,10 +60,11 @@ def per_row(work: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def with_measured_sparsity(profile: Any, work: pd.DataFrame, costs: pd.DataFrame,
+def with_measured_sparsity(profile: Any, work: Table, costs: Table,
                            precision: str, measured: pd.DataFrame) -> pd.DataFrame:
     """`costs` with zero gating and 2:4 time applied (see the module docstring) and the
     measured columns added. `precision`: the profile key the matrix units run at."""
+    work, costs = Columns.of(work).to_frame(), Columns.of(costs).to_frame()
     m = per_row(work, measured)
     out = costs.copy()
     for col in MEASURED:

@@ -9,17 +9,17 @@ The stack itself (schema, loading, resolving a name) is `software`.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from accelsim.devices.mapping import FUSION_GROUP_OPS, fused_rows
 from accelsim.errors import ConfigError
 from accelsim.formats import get_format
 from accelsim.profiles.software import SoftwareStack
+from accelsim.workload.columns import Table
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
 
-def stack_fused_rows(work: pd.DataFrame, stack: SoftwareStack,
+def stack_fused_rows(work: Table, stack: SoftwareStack,
                      on_engine: np.ndarray | None = None) -> np.ndarray:
     """Rows of the work table `stack` fuses into their producer (`mapping.fused_rows` over the
     op groups of its `graph.fuses`; none when it fuses nothing)."""
@@ -29,13 +29,13 @@ def stack_fused_rows(work: pd.DataFrame, stack: SoftwareStack,
     return fused_rows(work, on_engine, ops)
 
 
-def layout_conversions(work: pd.DataFrame, stack: SoftwareStack,
+def layout_conversions(work: Table, stack: SoftwareStack,
                        on_matrix_engine: bool) -> np.ndarray:
     """Layout conversions (NCHW <-> NHWC transposes) per work row: the stack's count per
     convolution, on conv rows whose GEMMs run on the matrix engine (tensor cores want NHWC)."""
     if not on_matrix_engine or stack.layout_conversions_per_conv == 0:
         return np.zeros(len(work))
-    conv = (work["op"] == OpKind.CONV2D.value).to_numpy()
+    conv = np.asarray(work["op"]) == OpKind.CONV2D.value
     return np.where(conv, stack.layout_conversions_per_conv, 0.0)
 
 
@@ -78,12 +78,12 @@ def host_issue_wait_s(stack: SoftwareStack, device_class: str, kernels: np.ndarr
     return np.maximum(np.asarray(kernels, float) * per_kernel_s - busy_s, 0.0)
 
 
-def amp_weight_casts(work: pd.DataFrame, precision: str, weight_casts: bool) -> np.ndarray:
+def amp_weight_casts(work: Table, precision: str, weight_casts: bool) -> np.ndarray:
     """Cast kernels per row: a stack with `weight_casts` (autocast) below 32 bits casts each
     fp32 master weight to the compute precision once per forward (one kernel per weighted
     matmul row). NB: a compiled engine folds the casts into its prepared weights."""
     if not weight_casts or get_format(precision).bytes_per_element >= MASTER_WEIGHT_BYTES:
         return np.zeros(len(work))
-    forward = work["phase"].to_numpy() == "forward"
-    weighted = work["matmul"].to_numpy(dtype=bool) & (work["weight_bytes"] > 0).to_numpy()
+    forward = np.asarray(work["phase"]) == "forward"
+    weighted = np.asarray(work["matmul"], dtype=bool) & (np.asarray(work["weight_bytes"]) > 0)
     return (forward & weighted).astype(float)

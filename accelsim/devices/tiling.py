@@ -21,6 +21,7 @@ from accelsim.devices.mapping import (
     refetch_bytes,
     row_gemms,
 )
+from accelsim.workload.columns import Columns, Table
 
 
 def _ceil_div(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
@@ -50,10 +51,10 @@ def gemm_quantization(m: np.ndarray, n: np.ndarray, k: np.ndarray, count: np.nda
     return waves * units * tile_m * tile_n * (k_split + fill_k)
 
 
-def row_gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, width_bytes: float,
+def row_gemm_factors(work: Table, gemms: Table, width_bytes: float,
                      tile_m: float, tile_n: float, units: float, split_k_min_k: float,
                      cache_bytes: float | None, cache_resident_fraction: float,
-                     fill_k: float = 0.0, useful_gemms: pd.DataFrame | None = None
+                     fill_k: float = 0.0, useful_gemms: Table | None = None
                      ) -> pd.DataFrame:
     """Per work row (index of `work`): `quantization` (spent MACs of the row's GEMMs from
     `mapping.row_gemms`, `gemm_quantization` with `fill_k`, / the useful MACs of the GEMMs
@@ -65,20 +66,20 @@ def row_gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, width_bytes: float
     return pd.DataFrame(row_gemm_columns(
         work, row_gemms(work, gemms), width_bytes, tile_m, tile_n, units, split_k_min_k,
         cache_bytes, cache_resident_fraction, fill_k,
-        None if useful_gemms is None else row_gemms(work, useful_gemms)), index=work.index)
+        None if useful_gemms is None else row_gemms(work, useful_gemms)),
+        index=getattr(work, "index", None))
 
 
-def row_gemm_columns(work: pd.DataFrame, g: pd.DataFrame, width_bytes: float, tile_m: float,
+def row_gemm_columns(work: Table, g: Table, width_bytes: float, tile_m: float,
                      tile_n: float, units: float, split_k_min_k: float,
                      cache_bytes: float | None, cache_resident_fraction: float,
-                     fill_k: float = 0.0, useful: pd.DataFrame | None = None
+                     fill_k: float = 0.0, useful: Table | None = None
                      ) -> dict[str, np.ndarray]:
     """`row_gemm_factors`' columns as arrays, from the row GEMMs `g` (and `useful`, those of
     `useful_gemms`) of `mapping.row_gemms`, for a caller that has them already."""
     n_rows = len(work)
-    # Each column read once (a frame's column costs about 20 us a time).
-    m, n, k, count = (g[c].to_numpy(dtype=float) for c in ("m", "n", "k", "count"))
-    row = g["row"].to_numpy()
+    m, n, k, count = (np.asarray(g[c], dtype=float) for c in ("m", "n", "k", "count"))
+    row = np.asarray(g["row"])
     spent = gemm_quantization(m, n, k, count, tile_m, tile_n, units, split_k_min_k, fill_k)
     spent_row = per_row(spent, row, n_rows)
     u = g if useful is None else useful
@@ -93,8 +94,8 @@ def row_gemm_columns(work: pd.DataFrame, g: pd.DataFrame, width_bytes: float, ti
                                            cache_bytes, cache_resident_fraction), row, n_rows)
     # NB: an implicit-GEMM conv reads its input, not the im2col matrix, so re-reads are capped
     # at the row's own traffic per extra pass, for each gradient GEMM of a backward row.
-    gemm_kinds = np.where(work["phase"].to_numpy() == "backward", len(GRADIENT_GEMMS), 1.0)
-    cap = 4 * work["read_bytes"].to_numpy(dtype=float) * gemm_kinds
+    gemm_kinds = np.where(np.asarray(work["phase"]) == "backward", len(GRADIENT_GEMMS), 1.0)
+    cap = 4 * np.asarray(work["read_bytes"], dtype=float) * gemm_kinds
     return {
         "quantization": np.where(has, spent_row / np.where(has, useful_macs, 1.0), 1.0),
         "tile_bytes_per_mac": np.where(has, width_bytes * (1 / tile_m + 1 / tile_n), 0.0),
@@ -102,32 +103,32 @@ def row_gemm_columns(work: pd.DataFrame, g: pd.DataFrame, width_bytes: float, ti
     }
 
 
-def row_traffic_bytes(work: pd.DataFrame, factors: pd.DataFrame, fused: np.ndarray
+def row_traffic_bytes(work: Table, factors: Table, fused: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray]:
     """(DRAM bytes, on-chip bytes) per work row. DRAM: compulsory bytes + cache re-reads, or for
     a fused row the inputs its producer did not write (NB: read - write bytes, as its output has
     the producer's output size: a residual, BN parameters). On-chip: GEMM tiles load their
     operands from the cache once per tile; other rows pass it once."""
-    matmul = work["matmul"].to_numpy(dtype=bool)
-    flops = work["flops"].to_numpy(dtype=float)
-    read = work["read_bytes"].to_numpy(dtype=float)
-    write = work["write_bytes"].to_numpy(dtype=float)
+    matmul = np.asarray(work["matmul"], dtype=bool)
+    flops = np.asarray(work["flops"], dtype=float)
+    read = np.asarray(work["read_bytes"], dtype=float)
+    write = np.asarray(work["write_bytes"], dtype=float)
     dram = np.where(fused, np.maximum(read - write, 0.0),
-                    read + write + factors["reread_bytes"].to_numpy())
-    onchip = np.where(matmul, flops / 2 * factors["quantization"].to_numpy()
-                      * factors["tile_bytes_per_mac"].to_numpy(), read + write)
+                    read + write + np.asarray(factors["reread_bytes"]))
+    onchip = np.where(matmul, flops / 2 * np.asarray(factors["quantization"])
+                      * np.asarray(factors["tile_bytes_per_mac"]), read + write)
     return dram, onchip
 
 
-def core_costs(work: pd.DataFrame, compute_s: np.ndarray, memory_s: np.ndarray,
+def core_costs(work: Table, compute_s: np.ndarray, memory_s: np.ndarray,
                overhead_s: np.ndarray, energy_j: np.ndarray, dram: np.ndarray,
                onchip: np.ndarray, clock_hz: float, unit: np.ndarray,
-               kernels: np.ndarray) -> pd.DataFrame:
+               kernels: np.ndarray) -> Columns:
     """The class-model result of a core-based device (GPU, CPU), in `core.COST_COLUMNS` plus
     `unit` (where each row ran) and `kernels`; cycles at the device's rated clock."""
     busy_s = np.maximum(compute_s, memory_s)
-    return pd.DataFrame({
+    return Columns({
         "compute_s": compute_s, "memory_s": memory_s, "overhead_s": overhead_s,
         "dynamic_energy_j": energy_j, "dram_bytes": dram, "onchip_bytes": onchip,
         "cycles": (busy_s + overhead_s) * clock_hz, "unit": unit, "kernels": kernels,
-    }, index=work.index)
+    })

@@ -53,6 +53,7 @@ from accelsim.llm.work import (
 )
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.stack_choice import resolve_software
+from accelsim.workload.columns import Columns
 
 COMPUTE_FORMATS = ("fp16", "bf16")
 # Bytes per weight of each storage format (fp4: NVFP4, its block scales included).
@@ -194,14 +195,13 @@ def cost_frames(plat: Platform, work: pd.DataFrame, gemms: pd.DataFrame) -> pd.D
     dequantisation of quantised weights charged in the GEMM rows."""
     precision = plat.precision  # fp16 or bf16 (`check_platform`)
     model = class_model(plat.profile.device_class)
-    costs = model(plat.profile, work, gemms, precision, plat.stack)
+    costs = Columns.of(model(plat.profile, work, gemms, precision, plat.stack))
     if plat.matmul is not None:
         # W8A8: the layers' weight GEMMs on the matrix units at the GEMM format, the rest (and
         # the unquantised LM head, router and attention) at the compute format
-        low = model(plat.profile, work, gemms, plat.matmul, plat.stack)
+        low = Columns.of(model(plat.profile, work, gemms, plat.matmul, plat.stack))
         on_low = quantised_gemm_rows(work)
-        costs = pd.DataFrame({c: np.where(on_low, low[c].to_numpy(), costs[c].to_numpy())
-                              for c in costs.columns}, index=costs.index)
+        costs = Columns({c: np.where(on_low, low[c], costs[c]) for c in costs})
     tokens_m = np.zeros(len(work))
     np.maximum.at(tokens_m, gemms["op_index"].to_numpy(dtype=int), gemms["m"].to_numpy(float))
     dq_flops = _dequant(plat, work, tokens_m)
@@ -212,10 +212,11 @@ def cost_frames(plat: Platform, work: pd.DataFrame, gemms: pd.DataFrame) -> pd.D
                                 f"{plat.weights} weights on")
         if plat.profile.device_class == "gpu":
             rate *= load_efficiency("gpu")["fitted.cuda_core_efficiency"]
-        costs["compute_s"] = costs["compute_s"].to_numpy() + dq_flops / rate
         zeros = np.zeros(len(work))
-        costs["dynamic_energy_j"] = costs["dynamic_energy_j"].to_numpy() + dynamic_energy_j(
-            plat.profile, precision, zeros, dq_flops, zeros, zeros)
+        costs = costs.assign(
+            compute_s=costs["compute_s"] + dq_flops / rate,
+            dynamic_energy_j=costs["dynamic_energy_j"] + dynamic_energy_j(
+                plat.profile, precision, zeros, dq_flops, zeros, zeros))
     tdp_w, static_w = power_limits_w(plat.profile)
     return finish(work, costs, tdp_w, static_w, voltage_floor(plat.profile))
 

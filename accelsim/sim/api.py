@@ -61,7 +61,7 @@ def run_pipeline(cfg: SimulationConfig, detail: bool = True) -> SimulationResult
                 row.setdefault(key, None)
     record["workload"]["mode"] = mode
     record["hardware"]["system"] = system.name
-    device = figures(est, explain_bound(est.layers))  # one batch on the device
+    device = figures(est, explain_bound(est.rows))  # one batch on the device
     events = _layer_events(est) if detail else pd.DataFrame()
     if not est.memory["fits"]:
         return SimulationResult(_does_not_fit(record, est, profile.name), events)

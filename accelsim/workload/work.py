@@ -13,11 +13,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from accelsim.formats import get_format
+from accelsim.workload.columns import Columns
 from accelsim.workload.freeze import FROZEN, is_frozen, train_mask
 from accelsim.workload.graph import Graph
 from accelsim.workload.ops import MATMUL_KINDS
@@ -43,17 +45,22 @@ class _KeptTables:
 
     def __init__(self, max_rows: int) -> None:
         self.max_rows = max_rows
-        self._tables: OrderedDict[Hashable, pd.DataFrame] = OrderedDict()
+        self._tables: OrderedDict[Hashable, Any] = OrderedDict()
         self._rows = 0
         self._lock = threading.Lock()
 
     def get(self, key: Hashable, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
         """A copy of the frame kept under `key`, built (and kept) if there is none."""
+        return self.kept(key, build).copy()
+
+    def kept(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        """The table kept under `key` itself (the caller must not change it: a `Columns` is
+        read-only), built (and kept) if there is none."""
         with self._lock:
             table = self._tables.get(key)
             if table is not None:
                 self._tables.move_to_end(key)
-                return table.copy()
+                return table
         table = build()
         with self._lock:
             if key not in self._tables:
@@ -61,7 +68,7 @@ class _KeptTables:
                 self._rows += len(table)
             while self._rows > self.max_rows and len(self._tables) > 1:
                 self._rows -= len(self._tables.popitem(last=False)[1])
-        return table.copy()
+        return table
 
 
 _KEPT = _KeptTables(KEPT_ROWS)
@@ -72,6 +79,22 @@ def work_table(graph: Graph, batch: int, precision: str, mode: str = "infer",
     """The work of one inference batch (`mode="infer"`) or one training step (`"train"`)."""
     return _KEPT.get(("work", graph, batch, precision, mode, optimizer),
                      lambda: _work_table(graph, batch, precision, mode, optimizer))
+
+
+def work_columns(graph: Graph, batch: int, precision: str, mode: str = "infer",
+                 optimizer: str = "sgd") -> Columns:
+    """`work_table` as read-only columns, kept per process and shared (no copy): the
+    estimate's hot path (`accelsim.workload.columns`)."""
+    return _KEPT.kept(("work columns", graph, batch, precision, mode, optimizer),
+                      lambda: Columns.of(_KEPT.kept(
+                          ("work", graph, batch, precision, mode, optimizer),
+                          lambda: _work_table(graph, batch, precision, mode, optimizer))))
+
+
+def gemm_columns(graph: Graph, batch: int) -> Columns:
+    """`gemms_for` as read-only columns, kept per process and shared (no copy)."""
+    return _KEPT.kept(("gemm columns", graph, batch), lambda: Columns.of(_KEPT.kept(
+        ("gemms", graph, batch), lambda: _gemms_for(graph, batch))))
 
 
 def _work_table(graph: Graph, batch: int, precision: str, mode: str,

@@ -14,4 +14,4 @@ def row(m, k, n, precision, stack, profile="xeon-8380"):
     g.linear(g.input("x", (k,)), out_features=n, bias=False, name="fc")
     graph = g.build()
     work, gemms = work_table(graph, m, precision), gemms_for(graph, m)
-    return cpu_costs(load_profile(profile), work, gemms, precision, stack).iloc[0]
+    return cpu_costs(load_profile(profile), work, gemms, precision, stack).to_frame().iloc[0]

@@ -261,7 +261,7 @@ def _gemm_costs(gemm_eff: float, tmp_path):
     profile = load_profile("xeon-8380")
     work = work_table(graph, 512, "fp32")
     return cpu_costs(profile, work, gemms_for(graph, 512), "fp32",
-                     resolve_software(str(base), "cpu")[0]), work, profile
+                     resolve_software(str(base), "cpu")[0]).to_frame(), work, profile
 
 
 def test_stack_gemm_efficiency_sets_the_cpu_compute_time(tmp_path):

@@ -92,8 +92,9 @@ def test_tpu_tensor_core_and_dram_modifiers_scale_the_fold_count_and_memory_time
     work, gemms = work_table(graph, 256, "bf16", "infer"), gemms_for(graph, 256)
     slow = stack(tmp_path, "jax-xla", tensor_core="tensor_core = 0.5",
                       dram_bandwidth="dram_bandwidth = 0.25")
-    base = systolic.systolic_costs(tpu, work, gemms, "bf16", default_stack("tpu")).iloc[0]
-    half = systolic.systolic_costs(tpu, work, gemms, "bf16", slow).iloc[0]
+    base = systolic.systolic_costs(tpu, work, gemms, "bf16",
+                                   default_stack("tpu")).to_frame().iloc[0]
+    half = systolic.systolic_costs(tpu, work, gemms, "bf16", slow).to_frame().iloc[0]
     # SCALE-Sim ws: folds = ceil(K / R) * ceil(N / C) shared over the MXUs, each 2R + C + M - 2
     rows, cols = int(c.mxu_rows), int(c.mxu_cols)
     folds = math.ceil(1024 / rows) * math.ceil(1024 / cols)
@@ -107,8 +108,8 @@ def test_a_modifier_above_one_cannot_lift_a_unit_above_its_datasheet_rate(tmp_pa
     graph, work, gemms = conv_bn_relu()
     edge = load_profile("edge-tpu")
     fast = stack(tmp_path, "tflite-edgetpu", tensor_core="tensor_core = 2.0")
-    base = npu.npu_costs(edge, work, gemms, "int8", default_stack("npu"))
-    lifted = npu.npu_costs(edge, work, gemms, "int8", fast)
+    base = npu.npu_costs(edge, work, gemms, "int8", default_stack("npu")).to_frame()
+    lifted = npu.npu_costs(edge, work, gemms, "int8", fast).to_frame()
     assert np.allclose(lifted["compute_s"], base["compute_s"])
 
 
@@ -121,7 +122,7 @@ def test_npu_tensor_core_modifier_halves_the_mac_array_rate(tmp_path) -> None:
     assert orin.compute.mxu_rows is None
     half = stack(tmp_path, "tflite-edgetpu", tensor_core="tensor_core = 0.5")
     rate = npu.matmul_rate(orin, "int8")[1]
-    got = npu.npu_costs(orin, work, gemms, "int8", half)["compute_s"].iloc[0]
+    got = npu.npu_costs(orin, work, gemms, "int8", half).to_frame()["compute_s"].iloc[0]
     assert got == pytest.approx(64 * 512 * 512 / (0.5 * rate))
 
 
@@ -132,7 +133,7 @@ def test_fpga_overlay_tensor_core_modifier_multiplies_the_fitted_mac_efficiency(
     ov = board.compute.overlay
     graph, work, gemms = conv_bn_relu()
     half = stack(tmp_path, "vitis-ai", tensor_core="tensor_core = 0.5")
-    costs = fpga.fpga_costs(board, work, gemms, "int8", half, batch=1)
+    costs = fpga.fpga_costs(board, work, gemms, "int8", half, batch=1).to_frame()
     tiles = math.ceil(28 * 28 / ov.pixel_parallelism) * math.ceil(
         64 / ov.output_channel_parallelism) * math.ceil(64 * 9 / ov.input_channel_parallelism)
     # batch 1: one image on one engine (a DPU core does not split an image over the others)
@@ -158,8 +159,8 @@ def test_the_stack_fusion_list_decides_what_fuses(tmp_path, device, base, precis
     act_bytes = float(work["write_bytes"].iloc[0])  # the conv's 64 x 28 x 28 output
     for fuses, fused in (('fuses = ["elementwise", "normalization"]', {"bn", "act"}),
                          ('fuses = ["normalization"]', {"bn"}), ("", set())):
-        costs = model(profile, work, gemms, precision, stack(tmp_path, base, fuses=fuses))
-        costs.index = work["name"]
+        costs = model(profile, work, gemms, precision,
+                      stack(tmp_path, base, fuses=fuses)).to_frame(index=work["name"])
         unit = costs["unit"] if "unit" in costs else None
         got = set() if unit is None else {n for n in ("bn", "act") if unit[n] == "fused"}
         assert got == fused, fuses
@@ -175,12 +176,12 @@ def test_npu_waits_on_the_stacks_host_time_per_kernel_beyond_its_own(tmp_path) -
     rows fused into it issue nothing."""
     graph, work, gemms = conv_bn_relu()
     edge = load_profile("edge-tpu")
-    base = npu.npu_costs(edge, work, gemms, "int8", default_stack("npu"))
+    base = npu.npu_costs(edge, work, gemms, "int8", default_stack("npu")).to_frame()
     own_s = float(np.maximum(base["compute_s"], base["memory_s"]).iloc[0]
                   + base["overhead_s"].iloc[0])
     for host_us in (100.0, 1e5):
         slow = stack(tmp_path, "tflite-edgetpu", npu=f"npu = {host_us}")
-        more = npu.npu_costs(edge, work, gemms, "int8", slow)
+        more = npu.npu_costs(edge, work, gemms, "int8", slow).to_frame()
         added = (more["overhead_s"] - base["overhead_s"]).to_numpy()
         assert added == pytest.approx([max(host_us * 1e-6 - own_s, 0.0), 0.0, 0.0])
     assert 1e5 * 1e-6 > own_s  # the long one is charged

@@ -31,7 +31,7 @@ def linear(m: int, k: int, n: int, precision: str = "fp32"):
 def costs(profile, m, k, n, precision="fp32", stack="pytorch-eager"):
     work, gemms = linear(m, k, n, precision)
     software = builtin_stacks()[stack] if isinstance(stack, str) else stack
-    return cpu_costs(profile, work, gemms, precision, software).iloc[0]
+    return cpu_costs(profile, work, gemms, precision, software).to_frame().iloc[0]
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +129,8 @@ def test_dram_modifier_scales_a_stream_row_exactly():
     profile = load_profile("epyc-7763")
     base = _stack()
     slow = dataclasses.replace(base, efficiency={**base.efficiency, "dram_bandwidth": 0.25})
-    a = cpu_costs(profile, work, gemms_for(graph, 4), "fp32", base).iloc[0]
-    b = cpu_costs(profile, work, gemms_for(graph, 4), "fp32", slow).iloc[0]
+    a = cpu_costs(profile, work, gemms_for(graph, 4), "fp32", base).to_frame().iloc[0]
+    b = cpu_costs(profile, work, gemms_for(graph, 4), "fp32", slow).to_frame().iloc[0]
     assert b["memory_s"] == pytest.approx(4 * a["memory_s"], rel=1e-12)
 
 
@@ -161,15 +161,15 @@ def test_layout_conversions_around_amx_convs_only():
     base = _stack(weight_casts=False)
     two = dataclasses.replace(base, layout_conversions_per_conv=2.0)
     amx = load_profile("xeon-8480")  # bf16 on AMX
-    a = cpu_costs(amx, work, gemms, "bf16", base).iloc[0]
-    b = cpu_costs(amx, work, gemms, "bf16", two).iloc[0]
+    a = cpu_costs(amx, work, gemms, "bf16", base).to_frame().iloc[0]
+    b = cpu_costs(amx, work, gemms, "bf16", two).to_frame().iloc[0]
     bandwidth = amx.offchip_memory.bandwidth_bytes_per_s * DRAM_EFF
     assert b["kernels"] == a["kernels"] + 2
     assert b["compute_s"] - a["compute_s"] == pytest.approx(2 * 2 * act_bytes / bandwidth,
                                                             rel=1e-9)
     vector = load_profile("epyc-7763")  # no matrix engine: no conversions
-    assert (cpu_costs(vector, work, gemms, "bf16", two)["kernels"].iloc[0]
-            == cpu_costs(vector, work, gemms, "bf16", base)["kernels"].iloc[0])
+    assert (cpu_costs(vector, work, gemms, "bf16", two).to_frame()["kernels"].iloc[0]
+            == cpu_costs(vector, work, gemms, "bf16", base).to_frame()["kernels"].iloc[0])
 
 
 def quantizing_stack(quantize: float, gemm: float):

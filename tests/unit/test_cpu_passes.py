@@ -94,20 +94,22 @@ def test_cast_table_prices_rounding_an_embeddings_whole_table():
     graph = g.build()
     work, gemms = work_table(graph, 1, "bf16"), gemms_for(graph, 1)
     profile = load_profile("xeon-8380")
-    plain = cpu_costs(profile, work, gemms, "bf16", _numpy_like()).iloc[0]
-    tabled = cpu_costs(profile, work, gemms, "bf16", _numpy_like(cast_bf16=_flat(c))).iloc[0]
+    plain = cpu_costs(profile, work, gemms, "bf16", _numpy_like()).to_frame().iloc[0]
+    tabled = cpu_costs(profile, work, gemms, "bf16",
+                       _numpy_like(cast_bf16=_flat(c))).to_frame().iloc[0]
     assert tabled["compute_s"] - plain["compute_s"] == pytest.approx(c * vocab * dim, rel=1e-9)
     # serial with the lookup's stream too (both terms of the row's max carry it)
     assert tabled["memory_s"] - plain["memory_s"] == pytest.approx(c * vocab * dim, rel=1e-9)
     # a stack that does not cast (numpy rounds only under the narrow-float kernels) pays none
     no_casts = dataclasses.replace(_numpy_like(cast_bf16=_flat(c)), weight_casts=False)
-    assert cpu_costs(profile, work, gemms, "bf16", no_casts).iloc[0]["compute_s"] == \
+    assert cpu_costs(profile, work, gemms, "bf16", no_casts).to_frame().iloc[0]["compute_s"] == \
         cpu_costs(profile, work, gemms, "bf16",
-                  dataclasses.replace(_numpy_like(), weight_casts=False)).iloc[0]["compute_s"]
+                  dataclasses.replace(_numpy_like(), weight_casts=False)
+                  ).to_frame().iloc[0]["compute_s"]
     fp32 = cpu_costs(profile, work_table(graph, 1, "fp32"), gemms, "fp32",
-                     _numpy_like(cast_bf16=_flat(c))).iloc[0]
+                     _numpy_like(cast_bf16=_flat(c))).to_frame().iloc[0]
     assert fp32["compute_s"] == cpu_costs(profile, work_table(graph, 1, "fp32"), gemms,
-                                          "fp32", _numpy_like()).iloc[0]["compute_s"]
+                                          "fp32", _numpy_like()).to_frame().iloc[0]["compute_s"]
 
 
 def test_quantize_table_prices_both_operands_each_at_its_own_working_set():
@@ -132,9 +134,9 @@ def test_quantize_table_prices_a_convs_input_not_its_im2col():
     graph = g.build()
     work, gemms = work_table(graph, batch, "int8"), gemms_for(graph, batch)
     profile = load_profile("xeon-8380")
-    plain = cpu_costs(profile, work, gemms, "int8", _numpy_like()).iloc[0]
+    plain = cpu_costs(profile, work, gemms, "int8", _numpy_like()).to_frame().iloc[0]
     tabled = cpu_costs(profile, work, gemms, "int8", _numpy_like(quantize_int8=_flat(per))
-                       ).iloc[0]
+                       ).to_frame().iloc[0]
     m, k, n = batch * hw * hw, 9 * c_in, out  # the im2col GEMM
     bandwidth = profile.offchip_memory.bandwidth_bytes_per_s
     by_rate = 4.0 * (m * k + k * n) / (bandwidth * 0.03)  # the byte model: m x k stands in

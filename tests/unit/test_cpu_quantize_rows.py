@@ -24,11 +24,11 @@ def test_rows_that_are_not_quantized_cost_what_they_cost_alone():
     assert stack.cpu_factor("quantize", "int8") is None  # the case that failed
     graph = build_model("bert_base")
     work, gemms = work_table(graph, 1, "int8"), gemms_for(graph, 1)
-    costs = cpu_costs(profile, work, gemms, "int8", stack)
+    costs = cpu_costs(profile, work, gemms, "int8", stack).to_frame()
     times = costs[["compute_s", "memory_s", "overhead_s"]].to_numpy(dtype=float)
     assert np.isfinite(times).all() and (times >= 0).all()
     adds = work.index[work["op"] == "add"]
     alone = cpu_costs(profile, work.loc[adds], gemms[gemms["op_index"].isin(adds)], "int8",
-                      stack)
+                      stack).to_frame()
     assert costs.loc[adds, "compute_s"].to_numpy() == pytest.approx(
         alone["compute_s"].to_numpy(), rel=1e-12)

@@ -23,7 +23,7 @@ def _attention_costs(stack_path: Path):
     case = next(c for c in kernel_cases("tiny") if c.kernel == "attention")
     work = work_table(case.graph, case.batch, "fp32").iloc[[-1]]
     return cpu_costs(profile, work, gemms_for(case.graph, case.batch), "fp32",
-                     load_stack(stack_path)).iloc[0]
+                     load_stack(stack_path)).to_frame().iloc[0]
 
 
 def test_the_attention_figure_moves_its_math_not_its_streams(tmp_path: Path):

@@ -28,7 +28,8 @@ def one_conv():
 def conv_row(board: str, batch: int):
     graph = one_conv()
     costs = fpga.fpga_costs(load_profile(board), work_table(graph, batch, "int8", "infer"),
-                            gemms_for(graph, batch), "int8", default_stack("fpga"), batch=batch)
+                            gemms_for(graph, batch), "int8", default_stack("fpga"),
+                            batch=batch).to_frame()
     return costs.iloc[0]
 
 

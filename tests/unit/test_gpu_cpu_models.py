@@ -52,7 +52,7 @@ def gpu_row(profile_name: str, work: pd.DataFrame, gemms: pd.DataFrame, precisio
             software: str = "eager") -> pd.Series:
     profile = load_profile(profile_name)
     costs = class_model("gpu")(profile, work, gemms, precision,
-                               resolve_software(software, "gpu")[0])
+                               resolve_software(software, "gpu")[0]).to_frame()
     return finish(work, costs, profile.power.tdp_w, static_power_w(profile)).iloc[0]
 
 
@@ -137,7 +137,7 @@ def test_fully_busy_device_stays_within_tdp(name: str) -> None:
         stream, _ = stream_case(8e9)
         both = pd.concat([work, stream], ignore_index=True)
         eager = resolve_software("eager", profile.device_class)[0]
-        costs = class_model(profile.device_class)(profile, both, gemms, precision, eager)
+        costs = class_model(profile.device_class)(profile, both, gemms, precision, eager).to_frame()
         out = finish(both, costs, profile.power.tdp_w, static_power_w(profile))
         power_w = out["energy_j"].to_numpy() / out["time_s"].to_numpy()
         assert (power_w <= profile.power.tdp_w * (1 + 1e-9)).all()
@@ -185,7 +185,7 @@ def test_backward_row_maps_to_dx_and_dw_gemms() -> None:
     m, n, k, width, cache = 4096, 1024, 512, 2.0, 1e6
     work, gemms = gemm_case(m, n, k, "fp16")
     work = pd.concat([work, work.assign(phase="backward")], ignore_index=True)
-    g = row_gemms(work, gemms)
+    g = row_gemms(work, gemms).to_frame()
     dims = {name: tuple(r[["m", "n", "k"]]) for name, r in g.set_index("gemm").iterrows()}
     assert dims == {"forward": (m, n, k), "dx": (m, k, n), "dw": (k, n, m)}
     assert all((d == v).all() for d, v in zip(forward_dims(g), (m, n, k), strict=True))

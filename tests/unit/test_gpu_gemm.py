@@ -38,7 +38,7 @@ def gemm_work(m: int, n: int, k: int, width: int, conv_hw: tuple[int, int] = (0,
 
 
 def compute_s(device: str, work: pd.DataFrame, gemms: pd.DataFrame, precision: str) -> float:
-    costs = class_model("gpu")(load_profile(device), work, gemms, precision, EAGER)
+    costs = class_model("gpu")(load_profile(device), work, gemms, precision, EAGER).to_frame()
     return float(costs["compute_s"].iloc[0])
 
 
@@ -83,12 +83,12 @@ def test_winograd_multiplies_by_hand() -> None:
     for tile, ratio in ((4, 4.0), (2, 2.25)):  # F(4x4,3x3): 36/16 per output; F(2x2): 16/4
         w, mask = winograd_gemms(g, tile)
         assert mask.tolist() == [True]
-        macs = float((w["m"] * w["n"] * w["k"] * w["count"]).iloc[0])
+        macs = float((w["m"] * w["n"] * w["k"] * w["count"])[0])
         assert direct / macs == pytest.approx(ratio, rel=1e-12)
     # A 7x7 output at t = 4 pads to 2x2 tiles of 4x4: 36 * 4 tiles / (9 * 49) of direct.
     g7 = g.assign(m=[2 * 49], conv3x3_h=[7], conv3x3_w=[7])
     w7, _ = winograd_gemms(g7, 4)
-    assert float((w7["m"] * w7["k"] * w7["count"]).iloc[0]) == 2 * 4 * 36 * 64
+    assert float((w7["m"] * w7["k"] * w7["count"])[0]) == 2 * 4 * 36 * 64
 
 
 def test_resnet50_has_thirteen_unit_stride_3x3_convs() -> None:
@@ -104,7 +104,7 @@ def test_fp32_winograd_conv_runs_a_quarter_of_the_multiplies() -> None:
     work, gemms = gemm_work(n * hw * hw, c, 9 * c, 4, (hw, hw))
     peak = v100.peak_flops_per_s("fp32", tensor=False)
     f = gemm_factors(work, gemms, v100, "fp32", "cuda_core", EFF, 4, peak,
-                     v100.offchip_memory.bandwidth_bytes_per_s)
+                     v100.offchip_memory.bandwidth_bytes_per_s).to_frame()
     assert f["winograd"].tolist() == [True]
     # By hand: waves over the 80 SMs; 2 CTAs per SM (above) hide half the fill: 8 * 2 / 2.
     slots, fill_k = v100.compute.sm_count, 8 * 2 / 2
@@ -124,10 +124,10 @@ def test_fp32_winograd_conv_runs_a_quarter_of_the_multiplies() -> None:
 def test_no_winograd_on_tensor_cores_or_other_shapes() -> None:
     v100 = load_profile("v100")
     work, gemms = gemm_work(32 * 56 * 56, 128, 9 * 128, 2, (56, 56))
-    f = gemm_factors(work, gemms, v100, "fp16", "tensor_core", EFF, 2, 1e14, 9e11)
+    f = gemm_factors(work, gemms, v100, "fp16", "tensor_core", EFF, 2, 1e14, 9e11).to_frame()
     assert not f["winograd"].any() and (f["transform_bytes"] == 0).all()
     work, gemms = gemm_work(32 * 56 * 56, 128, 9 * 128, 4)  # not flagged 3x3 unit stride
-    f = gemm_factors(work, gemms, v100, "fp32", "cuda_core", EFF, 4, 1.5e13, 9e11)
+    f = gemm_factors(work, gemms, v100, "fp32", "cuda_core", EFF, 4, 1.5e13, 9e11).to_frame()
     assert not f["winograd"].any()
 
 
@@ -138,7 +138,7 @@ def test_tf32_matmul_on_a100_runs_at_the_tf32_tensor_core_peak() -> None:
     tile_m, tile_n = EFF["assumed.cta_tile.tf32"]
     m, n, k = tile_m, tile_n * a100.compute.sm_count, 8192
     work, gemms = gemm_work(m, n, k, 4)
-    costs = class_model("gpu")(a100, work, gemms, "tf32", EAGER)
+    costs = class_model("gpu")(a100, work, gemms, "tf32", EAGER).to_frame()
     assert costs["unit"].iloc[0] == "tensor_core"
     fill_k = EFF["assumed.cta_tile_k.tf32"] * EFF["assumed.pipeline_fill_k_steps"]
     expected = 2.0 * m * n * (k + fill_k) / (tf32_peak * EFF["fitted.tensor_core_efficiency"])
@@ -151,9 +151,9 @@ def test_fp32_resnet50_on_v100_picks_winograd_only_where_faster() -> None:
     graph = build_model("resnet50")
     work, gemms = work_table(graph, 64, "fp32"), gemms_for(graph, 64)
     peak, bw = v100.peak_flops_per_s("fp32", tensor=False), 9e11
-    f = gemm_factors(work, gemms, v100, "fp32", "cuda_core", EFF, 4, peak, bw)
+    f = gemm_factors(work, gemms, v100, "fp32", "cuda_core", EFF, 4, peak, bw).to_frame()
     no_wino = {k: v for k, v in EFF.items() if not k.startswith("assumed.winograd")}
-    d = gemm_factors(work, gemms, v100, "fp32", "cuda_core", no_wino, 4, peak, bw)
+    d = gemm_factors(work, gemms, v100, "fp32", "cuda_core", no_wino, 4, peak, bw).to_frame()
     picked = f["winograd"].to_numpy()
     assert 0 < picked.sum() <= 13
     assert np.all(f["quantization"][picked] < d["quantization"][picked])
@@ -172,7 +172,8 @@ def test_publishing_a_register_file_never_slows_a_gemm() -> None:
         work, gemms = gemm_work(m, n, k, 4)
         peak = v100.peak_flops_per_s("fp32", tensor=False)
         bw = v100.offchip_memory.bandwidth_bytes_per_s
-        with_regs = gemm_factors(work, gemms, v100, "fp32", "cuda_core", EFF, 4, peak, bw)
-        without = gemm_factors(work, gemms, bare, "fp32", "cuda_core", EFF, 4, peak, bw)
+        with_regs = gemm_factors(work, gemms, v100, "fp32", "cuda_core", EFF, 4, peak,
+                                 bw).to_frame()
+        without = gemm_factors(work, gemms, bare, "fp32", "cuda_core", EFF, 4, peak, bw).to_frame()
         assert (with_regs["quantization"].iloc[0]
                 <= without["quantization"].iloc[0] * (1 + 1e-12))

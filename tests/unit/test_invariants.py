@@ -243,8 +243,8 @@ def sabotage(kind: str):  # noqa: ANN201 - a ClassModel
     real = registry.get("gpu").model
 
     def broken(profile, work, gemms, precision, software):  # noqa: ANN001, ANN202
-        costs = real(profile, work, gemms, precision, software)
-        big = int(np.argmax(work["flops"].to_numpy()))
+        costs = real(profile, work, gemms, precision, software).to_frame()
+        big = int(np.argmax(np.asarray(work["flops"])))
         if kind == "peak":  # the largest layer 100x faster (and as frugal) than possible
             for col in ("compute_s", "memory_s", "overhead_s", "dynamic_energy_j"):
                 costs.iloc[big, costs.columns.get_loc(col)] /= 100

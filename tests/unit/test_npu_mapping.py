@@ -35,7 +35,7 @@ def conv_graph(channels: int, groups: int, hw: int, bn: bool = False) -> Graph:
 
 def conv_row(graph: Graph) -> dict:
     work = work_table(graph, 1, "int8", "infer")
-    costs = npu.npu_costs(EDGE, work, gemms_for(graph, 1), "int8", default_stack("npu"))
+    costs = npu.npu_costs(EDGE, work, gemms_for(graph, 1), "int8", default_stack("npu")).to_frame()
     out = finish(work, costs, EDGE.power.tdp_w, static_power_w(EDGE))
     return out.set_index("name").loc["conv"].to_dict()
 
@@ -78,8 +78,8 @@ def test_time_grows_with_groups_at_fixed_macs(channels: int) -> None:
 def test_bn_and_activation_fuse_into_the_conv_and_dispatch_is_per_kernel() -> None:
     graph = conv_graph(64, 1, 28, bn=True)
     work = work_table(graph, 1, "int8", "infer")
-    costs = npu.npu_costs(EDGE, work, gemms_for(graph, 1), "int8", default_stack("npu")).set_index(
-        work["name"])
+    costs = npu.npu_costs(EDGE, work, gemms_for(graph, 1), "int8",
+                          default_stack("npu")).to_frame(index=work["name"])
     assert list(costs.loc[["bn", "act"], "unit"]) == ["fused", "fused"]
     assert (costs.loc[["bn", "act"], ["compute_s", "overhead_s", "kernels"]] == 0).all().all()
     dispatch_s = load_efficiency("npu")["fitted.layer_dispatch_s"]
@@ -91,7 +91,7 @@ def test_profile_without_geometry_keeps_ideal_mapping() -> None:
     assert dla.compute.mxu_rows is None
     graph = conv_graph(64, 64, 28)
     work = work_table(graph, 1, "int8", "infer")
-    costs = npu.npu_costs(dla, work, gemms_for(graph, 1), "int8", default_stack("npu"))
+    costs = npu.npu_costs(dla, work, gemms_for(graph, 1), "int8", default_stack("npu")).to_frame()
     macs = 64 * 28 * 28 * 9
     assert costs["compute_s"].iloc[0] == pytest.approx(
         macs / (dla.compute.matrix_peak_flops_per_s["int8"] / 2))

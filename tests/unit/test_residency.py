@@ -63,8 +63,8 @@ def test_the_gpu_reads_a_resident_input_from_l2_not_dram() -> None:
     graph = chain_with_skip()
     work, gemms = work_table(graph, 1, "fp16"), gemms_for(graph, 1)
     eager = resolve_software("pytorch-eager", "gpu")[0]
-    big = gpu_costs(a100, work, gemms, "fp16", eager)["dram_bytes"].to_numpy()
-    small = gpu_costs(tiny, work, gemms, "fp16", eager)["dram_bytes"].to_numpy()
+    big = gpu_costs(a100, work, gemms, "fp16", eager).to_frame()["dram_bytes"].to_numpy()
+    small = gpu_costs(tiny, work, gemms, "fp16", eager).to_frame()["dram_bytes"].to_numpy()
     s = TENSOR_BYTES
     assert small == pytest.approx([2 * s, 2 * s, 2 * s, 3 * s])
     assert big == pytest.approx([2 * s, s, s, s])  # the add reads both inputs from L2

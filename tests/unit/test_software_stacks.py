@@ -114,7 +114,7 @@ def test_host_time_per_kernel_scales_with_the_host_cpu() -> None:
     assert dgx1 == pytest.approx(3.4e9) and dgxh == pytest.approx(3.8e9 * 1.19, rel=1e-3)
     launch_s = 3e-6  # gpu.toml assumed.kernel_launch_s
     for clock in (dgx1, dgxh):
-        costs = gpu_costs(v100, work, gemms, "fp16", eager.on_host(clock))
+        costs = gpu_costs(v100, work, gemms, "fp16", eager.on_host(clock)).to_frame()
         expected = launch_s + eager.per_kernel_s["gpu"] * 3.4e9 / clock - float(
             max(costs["compute_s"].iloc[0], costs["memory_s"].iloc[0]))
         assert costs["overhead_s"].iloc[0] == pytest.approx(expected, rel=1e-9)
@@ -146,7 +146,7 @@ def test_fusion_follows_the_stack_groups() -> None:
     graph, v100 = build_model("resnet18"), load_profile("v100")
     work = work_table(graph, 2, "fp16", "infer")
     gemms = gemms_for(graph, 2)
-    units = {name: gpu_costs(v100, work, gemms, "fp16", builtin_stacks()[name])["unit"].to_numpy()
+    units = {name: gpu_costs(v100, work, gemms, "fp16", builtin_stacks()[name])["unit"]
              for name in ("tensorflow-graph", "pytorch-eager", "pytorch-compiled")}
     ops = work["op"].to_numpy()
     relu, bn = ops == "relu", ops == "batchnorm"
@@ -164,14 +164,14 @@ def test_layout_conversions_add_transposes_around_tensor_core_convs() -> None:
     gemms = gemms_for(graph, 2)
     base = builtin_stacks()["pytorch-eager"]
     nchw = dataclasses.replace(base, layout_conversions_per_conv=2.0)
-    a = gpu_costs(v100, work, gemms, "fp16", base)
-    b = gpu_costs(v100, work, gemms, "fp16", nchw)
+    a = gpu_costs(v100, work, gemms, "fp16", base).to_frame()
+    b = gpu_costs(v100, work, gemms, "fp16", nchw).to_frame()
     conv = (work["op"] == "conv2d").to_numpy()
     activation = (work["read_bytes"] - work["weight_bytes"]).to_numpy(dtype=float)
     assert (b["kernels"] - a["kernels"]).to_numpy() == pytest.approx(np.where(conv, 2.0, 0.0))
     assert (b["dram_bytes"] - a["dram_bytes"]).to_numpy() == pytest.approx(
         np.where(conv, 4.0 * activation, 0.0))
-    fp32 = gpu_costs(v100, work_table(graph, 2, "fp32", "infer"), gemms, "fp32", nchw)
+    fp32 = gpu_costs(v100, work_table(graph, 2, "fp32", "infer"), gemms, "fp32", nchw).to_frame()
     assert (fp32["kernels"] == gpu_costs(v100, work_table(graph, 2, "fp32", "infer"), gemms,
                                          "fp32", base)["kernels"]).all()  # CUDA cores: none
 
@@ -185,8 +185,8 @@ def test_an_efficiency_modifier_divides_a_big_gemms_compute_time() -> None:
     gemms = pd.DataFrame({"op_index": [0], "m": [m], "n": [n], "k": [k], "count": [1]})
     base = builtin_stacks()["pytorch-eager"]
     half = dataclasses.replace(base, efficiency={**base.efficiency, "tensor_core": 0.5})
-    a = gpu_costs(v100, work, gemms, "fp16", base)["compute_s"].iloc[0]
-    b = gpu_costs(v100, work, gemms, "fp16", half)["compute_s"].iloc[0]
+    a = gpu_costs(v100, work, gemms, "fp16", base).to_frame()["compute_s"].iloc[0]
+    b = gpu_costs(v100, work, gemms, "fp16", half).to_frame()["compute_s"].iloc[0]
     assert b == pytest.approx(2 * a)
 
 

@@ -102,9 +102,9 @@ def test_dataflow_selected_by_profile() -> None:
     tpu = load_profile("tpu-v4")
     work, gemms = one_gemm(1024, 1024, 8192)
     jax = default_stack("tpu")
-    ws = systolic.systolic_costs(tpu, work, gemms, "bf16", jax)["compute_s"].iloc[0]
+    ws = systolic.systolic_costs(tpu, work, gemms, "bf16", jax).to_frame()["compute_s"].iloc[0]
     os_tpu = dataclasses.replace(tpu, compute=dataclasses.replace(tpu.compute, dataflow="os"))
-    os_ = systolic.systolic_costs(os_tpu, work, gemms, "bf16", jax)["compute_s"].iloc[0]
+    os_ = systolic.systolic_costs(os_tpu, work, gemms, "bf16", jax).to_frame()["compute_s"].iloc[0]
     assert systolic.dataflow_of(tpu) == "ws" and systolic.dataflow_of(os_tpu) == "os"
     clock_hz = tpu.compute.clock_hz
     # 512 folds over 8 MXUs (ws) vs 64 folds over 8 MXUs (os)
@@ -156,11 +156,11 @@ def test_small_unified_buffer_means_more_dram_bytes() -> None:
 def test_dram_stall_appears_when_bandwidth_is_cut() -> None:
     tpu = load_profile("tpu-v4")
     work, gemms = one_gemm(4096, 4096, 4096)
-    fast = systolic.systolic_costs(tpu, work, gemms, "bf16", default_stack("tpu"))
+    fast = systolic.systolic_costs(tpu, work, gemms, "bf16", default_stack("tpu")).to_frame()
     compute_cycles = fast["compute_s"].iloc[0] * tpu.compute.clock_hz
     assert fast["cycles"].iloc[0] == pytest.approx(compute_cycles)  # no stall at 1.2 TB/s
     slow_tpu = with_(tpu, "offchip_memory", bandwidth_bytes_per_s=1e9)
-    slow = systolic.systolic_costs(slow_tpu, work, gemms, "bf16", default_stack("tpu"))
+    slow = systolic.systolic_costs(slow_tpu, work, gemms, "bf16", default_stack("tpu")).to_frame()
     assert slow["cycles"].iloc[0] > 2 * compute_cycles
     assert finish(work, slow, tpu.power.tdp_w, 0.0)["bound"].iloc[0] == "memory"
 
@@ -173,8 +173,8 @@ def test_fpga_int8_doubles_int16_where_dsp_packing_says_so() -> None:
     assert fpga.dsp_macs_per_s(card, "int8") == 2 * fpga.dsp_macs_per_s(card, "int16")
     fabric = dataclasses.replace(card, compute=dataclasses.replace(card.compute, overlay=None))
     work, gemms = one_gemm(2048, 2048, 2048)
-    t8 = fpga.fpga_costs(fabric, work, gemms, "int8", default_stack("fpga"))["compute_s"].iloc[0]
-    t16 = fpga.fpga_costs(fabric, work, gemms, "fp16", default_stack("fpga"))["compute_s"].iloc[0]
+    t8 = fpga.fpga_costs(fabric, work, gemms, "int8", default_stack("fpga"))["compute_s"][0]
+    t16 = fpga.fpga_costs(fabric, work, gemms, "fp16", default_stack("fpga"))["compute_s"][0]
     assert t16 == pytest.approx(2 * t8, rel=1e-6)
 
 

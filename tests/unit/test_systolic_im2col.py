@@ -252,7 +252,7 @@ def test_convs_too_large_to_read_by_address_are_named() -> None:
     from accelsim.devices.systolic.memory import address_free_note
 
     work = work_table(graph, 8, "int8")
-    g = row_gemms(work, gemms_for(graph, 8))
+    g = row_gemms(work, gemms_for(graph, 8)).to_frame()
     inf = float("inf")
     assert "conv1" in address_free_note(work, g, SramSpec(1024, 1024, 1024, 10.0, 10.0, 10.0))
     assert address_free_note(work, g, SramSpec(1024, 1024, 1024, inf, inf, inf)) is None

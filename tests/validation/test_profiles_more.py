@@ -221,8 +221,8 @@ def test_overlay_conv_time_is_tiles_over_efficiency_and_bn_relu_fuse() -> None:
     g.relu(g.batchnorm(y, name="bn"), name="act")
     graph = g.build()
     work = work_table(graph, 1, "int8", "infer")
-    costs = fpga.fpga_costs(board, work, gemms_for(graph, 1), "int8", default_stack("fpga"))
-    costs.index = work["name"]
+    costs = fpga.fpga_costs(board, work, gemms_for(graph, 1), "int8",
+                            default_stack("fpga")).to_frame(index=work["name"])
     # GEMM m = 28 x 28 output pixels, n = 64 output channels, k = 64 x 9 taps
     tiles = math.ceil(28 * 28 / ov.pixel_parallelism) * math.ceil(
         64 / ov.output_channel_parallelism) * math.ceil(64 * 9 / ov.input_channel_parallelism)

@@ -26,4 +26,4 @@ SCHEMA = ClassSchema.of(
          "compute.fma_units_per_core offchip_memory")
 
 CPU = register(DeviceClass(name="cpu", model=cpu_costs, peaks=peaks, schema=SCHEMA,
-                           default_stack="pytorch-eager"))
+                           default_stack="pytorch-eager", reads_arrays=True))

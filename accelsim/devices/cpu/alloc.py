@@ -22,11 +22,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
 from accelsim.devices.cpu.passes import quantized_a_elements, rounded_params
 from accelsim.devices.mapping import per_row, row_gemms
 from accelsim.formats import get_format
+from accelsim.workload.columns import Table
 
 FP32_BYTES = 4.0
 FP64_BYTES = 8.0
@@ -74,7 +74,7 @@ def fresh_pages(nbytes: np.ndarray | float, page_bytes: int) -> np.ndarray:
     return np.ceil(np.asarray(nbytes, dtype=float) / page_bytes)
 
 
-def fresh_bytes(work: pd.DataFrame, gemms: pd.DataFrame, precision: str, quantized: np.ndarray,
+def fresh_bytes(work: Table, gemms: Table, precision: str, quantized: np.ndarray,
                 weight_casts: bool, mmap_threshold_bytes: float, page_bytes: int
                 ) -> np.ndarray:
     """Per work row, the bytes of the per-call temporaries (`gemm_temporaries_bytes`; a
@@ -86,11 +86,12 @@ def fresh_bytes(work: pd.DataFrame, gemms: pd.DataFrame, precision: str, quantiz
     of the heap back above M_TRIM_THRESHOLD, twice the mmap threshold, so temporaries below
     the threshold may also come back fresh, depending on what else the process freed)."""
     g = row_gemms(work, gemms)
-    forward = (work["phase"] == "forward").to_numpy()
-    rows = g["row"].to_numpy()
+    forward = np.asarray(work["phase"]) == "forward"
+    rows = np.asarray(g["row"])
     moved = np.zeros(len(g))
     a_elements = quantized_a_elements(g)
-    for i, (m, n, k, count) in enumerate(g[["m", "n", "k", "count"]].itertuples(index=False)):
+    for i, (m, n, k, count) in enumerate(zip(*(g[c] for c in ("m", "n", "k", "count")),
+                                             strict=True)):
         if not forward[rows[i]]:
             continue
         sizes = gemm_temporaries_bytes(float(m), float(k), float(n), precision,

@@ -29,13 +29,14 @@ import pandas as pd
 
 from accelsim.devices.mapping import per_row, row_gemms
 from accelsim.devices.tiling import row_gemm_factors
+from accelsim.workload.columns import Table
 
 PACK_PASSES = 2.0  # a pack reads each element and writes it to the packed buffer
 # NB: BLAS threads never split K (Smith et al. 2014): an infinite least split depth.
 NO_SPLIT_K = math.inf
 
 
-def pack_bytes(work: pd.DataFrame, gemms: pd.DataFrame, width_bytes: float) -> np.ndarray:
+def pack_bytes(work: Table, gemms: Table, width_bytes: float) -> np.ndarray:
     """Per work row, the bytes its GEMMs move packing their operands: (m x k + k x n) x width
     x count, read and written (`PACK_PASSES`); 0 for GEMV-shaped GEMMs (m or n of 1) and rows
     without a GEMM.
@@ -48,13 +49,13 @@ def pack_bytes(work: pd.DataFrame, gemms: pd.DataFrame, width_bytes: float) -> n
     True
     """
     g = row_gemms(work, gemms)
-    m, n, k, count = (g[c].to_numpy(dtype=float) for c in ("m", "n", "k", "count"))
+    m, n, k, count = (np.asarray(g[c], dtype=float) for c in ("m", "n", "k", "count"))
     gemv = (m <= 1) | (n <= 1)
     moved = np.where(gemv, 0.0, PACK_PASSES * width_bytes * count * (m * k + k * n))
     return per_row(moved, g["row"], len(work))
 
 
-def blas_gemm_terms(work: pd.DataFrame, gemms: pd.DataFrame, width_bytes: float,
+def blas_gemm_terms(work: Table, gemms: Table, width_bytes: float,
                     micro_tile: tuple[int, int], threads: float, cache_bytes: float | None,
                     cache_resident_fraction: float,
                     onchip_block: tuple[int, int]) -> pd.DataFrame:
@@ -66,7 +67,7 @@ def blas_gemm_terms(work: pd.DataFrame, gemms: pd.DataFrame, width_bytes: float,
     tile_m, tile_n = micro_tile
     factors = row_gemm_factors(work, gemms, width_bytes, tile_m, tile_n, threads, NO_SPLIT_K,
                                cache_bytes, cache_resident_fraction)
-    has = factors["tile_bytes_per_mac"].to_numpy() > 0
+    has = np.asarray(factors["tile_bytes_per_mac"]) > 0
     block_m, block_n = onchip_block
     return factors.assign(tile_bytes_per_mac=np.where(
         has, width_bytes * (1 / block_m + 1 / block_n), 0.0))

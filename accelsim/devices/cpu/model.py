@@ -63,6 +63,7 @@ from accelsim.kernels.execute import INT8_KINDS
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import CPU_VECTOR_OPS, SoftwareStack
 from accelsim.profiles.stack_choice import host_single_thread_hz
+from accelsim.workload.columns import Columns, Table, is_in
 from accelsim.workload.ops import MATMUL_KINDS, OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
@@ -123,7 +124,7 @@ def cpu_modifiers(stack: SoftwareStack, unit: str) -> tuple[float, float, float]
             stack.modifier("dram_bandwidth", "cpu"))
 
 
-def stack_efficiencies(work: pd.DataFrame, stack: SoftwareStack, precision: str,
+def stack_efficiencies(work: Table, stack: SoftwareStack, precision: str,
                        eff: dict[str, Any], unit: str = "vector"
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(GEMM, vector and DRAM stream efficiency per row): the stack's measured
@@ -140,7 +141,7 @@ def stack_efficiencies(work: pd.DataFrame, stack: SoftwareStack, precision: str,
     stream = factor("stream", eff["assumed.dram_bandwidth_efficiency"])
     mods = cpu_modifiers(stack, unit)
     by_op = {}
-    for op in work["op"].unique():
+    for op in dict.fromkeys(np.asarray(work["op"])):  # each kind once, in table order
         matmul = (factor("conv", gemm) if op in _CONV_OPS else
                   factor("attention", gemm) if op == OpKind.ATTENTION.value else gemm)
         # NB: a matmul kind's own figure (`attention_<p>`) is its math's, not a stream's: its
@@ -180,7 +181,7 @@ def micro_tile(profile: Any, stack: SoftwareStack, unit: str,
     return tuple(eff[f"assumed.micro_tile.simd_{width}"])
 
 
-def quantized_rows(work: pd.DataFrame, stack: SoftwareStack, precision: str) -> np.ndarray:
+def quantized_rows(work: Table, stack: SoftwareStack, precision: str) -> np.ndarray:
     """Rows whose GEMM the stack quantises per call: an integer `precision`, a stack that gives
     its `quantize_<precision>` figure or pass table, and an op the int8 kernels quantise
     (`kernels.execute.INT8_KINDS`; NB: attention and lstm run their fp32 kernels there), in
@@ -190,11 +191,11 @@ def quantized_rows(work: pd.DataFrame, stack: SoftwareStack, precision: str) -> 
         f"quantize_{precision}" in stack.cpu_passes
     if not get_format(precision).is_integer or not priced:
         return np.zeros(len(work), dtype=bool)
-    return (work["matmul"].to_numpy(dtype=bool) & work["op"].isin(QUANTIZED_OPS).to_numpy()
-            & (work["phase"] == "forward").to_numpy())
+    return (np.asarray(work["matmul"], dtype=bool) & is_in(np.asarray(work["op"]), QUANTIZED_OPS)
+            & (np.asarray(work["phase"]) == "forward"))
 
 
-def quantize_bytes(work: pd.DataFrame, gemms: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+def quantize_bytes(work: Table, gemms: Table, rows: np.ndarray) -> np.ndarray:
     """Per work row, the fp32 operand bytes its per-call quantisation reads: (m x k + k x n) x
     count x 4 for the `rows` (`quantized_rows`), else 0. numpy's int8 kernels quantise both
     operands on every call (abs, max, divide, round, clip, cast; then an int32 copy of each),
@@ -204,12 +205,12 @@ def quantize_bytes(work: pd.DataFrame, gemms: pd.DataFrame, rows: np.ndarray) ->
     (m x n) is left out (m x n is small beside k x n for skinny GEMMs and beside the MACs for
     large ones)."""
     g = row_gemms(work, gemms)
-    m, n, k, count = (g[c].to_numpy(dtype=float) for c in ("m", "n", "k", "count"))
+    m, n, k, count = (np.asarray(g[c], dtype=float) for c in ("m", "n", "k", "count"))
     moved = per_row(MASTER_WEIGHT_BYTES * count * (m * k + k * n), g["row"], len(work))
     return np.where(rows, moved, 0.0)
 
 
-def serial_stream_bytes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
+def serial_stream_bytes(profile: Any, work: Table, gemms: Table, precision: str,
                         stack: SoftwareStack) -> pd.DataFrame:
     """Per row, what the cores stream serially with the row's math, in bytes: `pack` (BLAS
     packing, `cpu.blas.pack_bytes`), `cast` (autocast weight casts: fp32 read, narrow written),
@@ -221,17 +222,18 @@ def serial_stream_bytes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, p
     quantized = quantized_rows(work, stack, precision)
     casts = np.where(quantized, 0.0, amp_weight_casts(work, precision, stack.weight_casts))
     transposes = layout_conversions(work, stack, unit == "amx")
-    activation_bytes = (work["read_bytes"] - work["weight_bytes"]).to_numpy(dtype=float)
+    activation_bytes = (np.asarray(work["read_bytes"], dtype=float)
+                        - np.asarray(work["weight_bytes"], dtype=float))
     return pd.DataFrame({
         "pack": np.where(quantized, 0.0, pack_bytes(work, gemms, width)),
-        "cast": casts * work["weight_bytes"].to_numpy(dtype=float) * (
+        "cast": casts * np.asarray(work["weight_bytes"], dtype=float) * (
             MASTER_WEIGHT_BYTES / width + 1.0),
         "transpose": transposes * 2.0 * activation_bytes,
         "quantize": quantize_bytes(work, gemms, quantized),
-        "casts": casts, "transposes": transposes}, index=work.index)
+        "casts": casts, "transposes": transposes})
 
 
-def fault_s(work: pd.DataFrame, gemms: pd.DataFrame, precision: str, stack: SoftwareStack
+def fault_s(work: Table, gemms: Table, precision: str, stack: SoftwareStack
             ) -> tuple[np.ndarray, np.ndarray]:
     """(per row, the time faulting in the fresh pages of its per-call temporaries, s; those
     bytes): pages (`cpu.alloc.fresh_bytes` at the stack's mmap threshold, whole pages) x the
@@ -271,11 +273,11 @@ def _quantize_rate_s(serial: pd.DataFrame, stack: SoftwareStack, precision: str,
     if own is None:
         return np.full(len(serial), np.nan)
     eff = _modified(own, stack.modifier("dram_bandwidth", "cpu"))
-    return serial["quantize"].to_numpy() / (float(mem.bandwidth_bytes_per_s) * eff)
+    return np.asarray(serial["quantize"]) / (float(mem.bandwidth_bytes_per_s) * eff)
 
 
-def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
-              stack: SoftwareStack) -> pd.DataFrame:
+def cpu_costs(profile: Any, work: Table, gemms: Table, precision: str,
+              stack: SoftwareStack) -> Columns:
     """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a CPU under
     the software stack `stack` (resolved at the edge: `resolve_software`)."""
     # NB: on a CPU the host is the device: its own single-thread clock scales the dispatch.
@@ -295,12 +297,12 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
                               profile.onchip_memory.capacity_bytes,
                               eff["assumed.cache_usable_fraction"],
                               tuple(eff["assumed.onchip_block"]))
-    matmul = work["matmul"].to_numpy(dtype=bool)
-    flops = work["flops"].to_numpy(dtype=float)
+    matmul = np.asarray(work["matmul"], dtype=bool)
+    flops = np.asarray(work["flops"], dtype=float)
     quantized = quantized_rows(work, stack, precision)
     # NB: numpy's integer matmul is its own loop, one output element at a time (a dot product
     # over k; no BLAS, no micro-tile, one thread), so no tile edge is wasted on such a row.
-    quant = np.where(quantized, 1.0, factors["quantization"].to_numpy())
+    quant = np.where(quantized, 1.0, np.asarray(factors["quantization"]))
     gemm_eff, vector_eff, stream_eff = stack_efficiencies(work, stack, precision, eff, unit)
     vector_rate = vector_peak_flops_per_s(profile, precision) * vector_eff
     stream_rate = float(mem.bandwidth_bytes_per_s) * stream_eff
@@ -314,10 +316,10 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     # NB: a pass the stack's `[cpu_passes]` tables price (measured per element by working set)
     # takes the table's time instead of its bytes at a fitted rate (`cpu_passes`)
     passes = pass_times_s(work, gemms, precision, stack.cpu_passes, quantized,
-                          serial["casts"].to_numpy(), width, stack.weight_casts)
-    cast_s = np.where(passes["cast"], passes["cast_s"], serial["cast"].to_numpy() / pack_rate)
-    serial_s = serial["pack"].to_numpy() / pack_rate + cast_s + \
-        serial["transpose"].to_numpy() / stream_rate
+                          np.asarray(serial["casts"]), width, stack.weight_casts)
+    cast_s = np.where(passes["cast"], passes["cast_s"], np.asarray(serial["cast"]) / pack_rate)
+    serial_s = np.asarray(serial["pack"]) / pack_rate + cast_s + \
+        np.asarray(serial["transpose"]) / stream_rate
     if quantized.any():
         # (only the quantized rows: a stack without a `quantize_<p>` figure prices them by
         # its pass table alone, NaN elsewhere, which must not reach the other rows)
@@ -352,8 +354,8 @@ def cpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     memory_s = memory_s + passes["params_s"]
     dram = dram + 2 * FP32_BYTES * passes["params"]
     # NB: a backward matmul's two GEMMs are two ops to the framework, as on the GPU.
-    ops = np.where(fused, 0.0, kernel_counts(work)) + serial["casts"].to_numpy() + \
-        serial["transposes"].to_numpy()
+    ops = np.where(fused, 0.0, kernel_counts(work)) + np.asarray(serial["casts"]) + \
+        np.asarray(serial["transposes"])
     overhead_s = ops * stack.host_per_kernel_s("cpu")
 
     energy_j = row_energy_j(profile, precision, np.where(matmul, flops / 2, 0.0),

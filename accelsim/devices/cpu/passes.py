@@ -25,7 +25,7 @@ def quantized_a_elements(g: Any) -> np.ndarray:
     its left operand: a convolution's input (images x H x W x C of its im2col shape,
     `counts.Gemm.im2col`: the kernel quantises the input, then im2cols it in int8), else the
     m x k matrix itself."""
-    m, k = g["m"].to_numpy(dtype=float), g["k"].to_numpy(dtype=float)
+    m, k = np.asarray(g["m"], dtype=float), np.asarray(g["k"], dtype=float)
     if "im2col" not in g:
         return m * k
     out = m * k
@@ -40,7 +40,7 @@ def _gemm_pass_s(g: Any, table: PassTable, operand: str) -> np.ndarray:
     """Per GEMM of `g` (`mapping.row_gemms`), the table's time over its `operand` ("a": m x k,
     a convolution's input when quantised: `quantized_a_elements`; "b": k x n, "ab": both as
     one working set) x its count."""
-    m, n, k, count = (g[c].to_numpy(dtype=float) for c in ("m", "n", "k", "count"))
+    m, n, k, count = (np.asarray(g[c], dtype=float) for c in ("m", "n", "k", "count"))
     a = quantized_a_elements(g) if operand == "a" else m * k
     elements = {"a": a, "b": k * n, "ab": m * k + k * n}[operand]
     return count * table.time_s(elements, FP32_BYTES * elements)
@@ -54,8 +54,8 @@ def rounded_params(work: Any, precision: str, weight_casts: bool) -> np.ndarray:
     if ("param_elems" not in work or not weight_casts or fmt.is_integer
             or fmt.bytes_per_element >= FP32_BYTES):
         return np.zeros(len(work))
-    other = (work["phase"] == "forward").to_numpy() & ~work["matmul"].to_numpy(dtype=bool)
-    return np.where(other, work["param_elems"].to_numpy(dtype=float), 0.0)
+    other = (np.asarray(work["phase"]) == "forward") & ~np.asarray(work["matmul"], dtype=bool)
+    return np.where(other, np.asarray(work["param_elems"], dtype=float), 0.0)
 
 
 def pass_times_s(work: Any, gemms: Any, precision: str, tables: Mapping[str, PassTable],
@@ -83,7 +83,7 @@ def pass_times_s(work: Any, gemms: Any, precision: str, tables: Mapping[str, Pas
         # NB: numpy's narrow-float kernels round the weight, the input and the output of the
         # op (`execute._run_rounded`), each an array of its own working set; a row's inputs
         # are taken as one array
-        weight, read, written = (work[c].to_numpy(dtype=float) / width_bytes
+        weight, read, written = (np.asarray(work[c], dtype=float) / width_bytes
                                  for c in ("weight_bytes", "read_bytes", "write_bytes"))
         casts = np.asarray(casts, dtype=float)
         out["cast"] = casts > 0
@@ -104,7 +104,7 @@ def pass_times_s(work: Any, gemms: Any, precision: str, tables: Mapping[str, Pas
         out["quantize_s"] = np.where(out["quantize"], per_row(both, g["row"], n_rows), 0.0)
     gemv = tables.get("gemv_fp32")
     if gemv is not None and not get_format(precision).is_integer and len(g):
-        m, n = g["m"].to_numpy(dtype=float), g["n"].to_numpy(dtype=float)
+        m, n = np.asarray(g["m"], dtype=float), np.asarray(g["n"], dtype=float)
         shaped = ((m <= 1) | (n <= 1)).astype(float)
         n_shaped = per_row(shaped, g["row"], n_rows)
         n_gemms = per_row(np.ones(len(g)), g["row"], n_rows)

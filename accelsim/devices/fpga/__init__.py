@@ -31,4 +31,4 @@ SCHEMA = ClassSchema.of(
 
 # takes_batch: a DPU core fetches the weights once per run of its images
 FPGA = register(DeviceClass(name="fpga", model=fpga_costs, peaks=peaks, schema=SCHEMA,
-                            default_stack="vitis-ai", takes_batch=True))
+                            default_stack="vitis-ai", takes_batch=True, reads_arrays=True))

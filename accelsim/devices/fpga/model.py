@@ -46,7 +46,6 @@ memory (HBM on the U280) is used; `secondary_memory` is not.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from accelsim.devices.mapping import (
     DOUBLE_BUFFERED_RESIDENT_FRACTION,
@@ -71,6 +70,7 @@ from accelsim.formats import get_format
 from accelsim.profiles.device_types import DeviceProfile, OverlaySpec
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import SoftwareStack
+from accelsim.workload.columns import Columns, Table
 
 # DSP operand width that carries each precision (profile key of compute.macs_per_dsp).
 # NB: fp8 runs one MAC per DSP (the int16 width): the two-MACs-per-DSP int8 packing (AMD WP486)
@@ -139,9 +139,9 @@ def weight_fetches(batch: int | None, ov: OverlaySpec | None) -> float:
     return float(np.ceil(batch / ov.batch_engines))
 
 
-def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
+def fpga_costs(profile: DeviceProfile, work: Table, gemms: Table,
                precision: str, stack: SoftwareStack, batch: int | None = None
-               ) -> pd.DataFrame:
+               ) -> Columns:
     """Cost of each work row on an FPGA card (overlay for int8, else the DSP fabric) under the
     software stack `stack` (its fusion, efficiency modifiers and per-kernel host time);
     `batch`: the images in `work` (None: the weights are read once)."""
@@ -180,7 +180,7 @@ def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     acts, weights, outs = operand_bytes(work)
     onchip = profile.onchip_memory
     capacity = onchip_capacity_bytes(onchip.bram_bytes, onchip.uram_bytes)
-    residual = np.maximum(work["read_bytes"].to_numpy(dtype=float) - outs, 0.0)
+    residual = np.maximum(np.asarray(work["read_bytes"], dtype=float) - outs, 0.0)
     dram = np.where(fused, residual, acts + weights * weight_fetches(batch, ov) + outs
                     + refetch_bytes(acts, weights, capacity, DOUBLE_BUFFERED_RESIDENT_FRACTION))
     # NB: without an overlay the fabric's buffer traffic is taken as each operand once.
@@ -196,7 +196,7 @@ def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
         # Fused work drains through the misc engine while a GEMM producer runs: free while the
         # engine keeps up, the excess charged where it does not (as on an NPU). A non-matmul
         # producer occupies the misc engine itself: its fused work queues behind it.
-        own_s = np.where(work["matmul"].to_numpy(dtype=bool), np.maximum(compute_s, memory_s),
+        own_s = np.where(np.asarray(work["matmul"], dtype=bool), np.maximum(compute_s, memory_s),
                          0.0)
         compute_s = np.where(fused, drain_excess_s(work, fused, misc_cycles / clock_hz, own_s),
                              compute_s)
@@ -205,7 +205,7 @@ def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
         # round trip, not its own time (as an NPU's matmuls on its vector path).
         compute_s = np.where(fused, misc_cycles / clock_hz, compute_s)
     stall = np.ceil(np.maximum((memory_s - compute_s) * clock_hz, 0.0))
-    return pd.DataFrame({
+    return Columns({
         "compute_s": compute_s,
         "memory_s": memory_s,
         "overhead_s": overhead_s,
@@ -214,4 +214,4 @@ def fpga_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
         "onchip_bytes": buffer,
         "cycles": np.ceil(compute_s * clock_hz) + stall,
         "unit": np.where(fused, "fused", "overlay" if ov is not None else "fabric"),
-    }, index=work.index)
+    })

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from accelsim.devices.gpu.model import (
     gpu_costs,
@@ -19,6 +18,7 @@ from accelsim.devices.gpu.model import (
 from accelsim.devices.registry import DeviceClass, register
 from accelsim.profiles.device_schema import ClassSchema
 from accelsim.profiles.software import SoftwareStack
+from accelsim.workload.columns import Table
 
 
 def peaks(profile: Any, precision: str) -> tuple[float, float]:
@@ -27,7 +27,7 @@ def peaks(profile: Any, precision: str) -> tuple[float, float]:
     return matmul_path(profile, precision)[1], vector_peak_flops_per_s(profile, precision)
 
 
-def tf32_row_peaks(profile: Any, layers: pd.DataFrame, precision: str, matmul: np.ndarray,
+def tf32_row_peaks(profile: Any, layers: Table, precision: str, matmul: np.ndarray,
                    peak: np.ndarray) -> np.ndarray:
     """Per row, the matrix-path `peak`, raised to the tf32 tensor-core peak on the fp32 rows a
     stack ran on tensor cores (`model.tf32_rows`: their `unit` says so)."""
@@ -36,14 +36,14 @@ def tf32_row_peaks(profile: Any, layers: pd.DataFrame, precision: str, matmul: n
     tf32 = profile.compute.matrix_peak_flops_per_s.get("tf32")
     if tf32 is None:
         return peak
-    on_tf32 = matmul & (layers["unit"].to_numpy() == "tensor_core")
+    on_tf32 = matmul & (np.asarray(layers["unit"]) == "tensor_core")
     return np.where(on_tf32, np.maximum(peak, float(tf32)), peak)
 
 
 _GROUP_WORDS = {"conv": "convolutions", "matmul": "other matmuls"}
 
 
-def tf32_notes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, stack: SoftwareStack,
+def tf32_notes(profile: Any, work: Table, gemms: Table, stack: SoftwareStack,
                precision: str) -> list[str]:
     """Where an fp32 run's GEMMs ran, on a GPU whose tensor cores run TF32: as TF32 on tensor
     cores or in fp32 on CUDA cores (`model.tf32_rows`), and whose choice that was."""
@@ -51,7 +51,7 @@ def tf32_notes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, stack: Sof
     if precision != "fp32" or "tf32" not in profile.compute.matrix_peak_flops_per_s:
         return []
     on_tf32 = int(tf32_rows(work, stack, profile, precision).sum())
-    n_gemm = int(work["matmul"].sum())
+    n_gemm = int(np.asarray(work["matmul"], dtype=bool).sum())
     whose = ("as asked" if stack.tf32_asked is not None
              else f"{stack.name}'s default for fp32")
     if on_tf32:
@@ -74,4 +74,4 @@ SCHEMA = ClassSchema.of(
 
 GPU = register(DeviceClass(name="gpu", model=gpu_costs, peaks=peaks, schema=SCHEMA,
                            default_stack="pytorch-eager", dvfs=True,
-                           row_matrix_peaks=tf32_row_peaks, notes=tf32_notes))
+                           row_matrix_peaks=tf32_row_peaks, notes=tf32_notes, reads_arrays=True))

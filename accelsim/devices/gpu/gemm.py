@@ -26,7 +26,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from accelsim.devices.mapping import (
     ACCUMULATOR_BYTES_PER_ELEMENT,
@@ -35,6 +34,7 @@ from accelsim.devices.mapping import (
     row_gemms_and_sources,
 )
 from accelsim.devices.tiling import row_gemm_columns
+from accelsim.workload.columns import Columns, Table
 
 WINOGRAD_FILTER = 3  # F(t x t, 3 x 3): input tile t + 3 - 1
 
@@ -56,7 +56,7 @@ def ctas_per_sm(profile: Any, tile_m: float, tile_n: float, tile_k: float, width
     return max(1, int(min(smem // smem_cta, regs // regs_cta)))
 
 
-def winograd_gemms(gemms: pd.DataFrame, output_tile: int) -> tuple[pd.DataFrame, np.ndarray]:
+def winograd_gemms(gemms: Table, output_tile: int) -> tuple[Columns, np.ndarray]:
     """(`gemms` with every unit-stride 3x3 conv's GEMM replaced by its F(t x t, 3 x 3) batched
     GEMM, the mask of replaced rows). m = N x ceil(H/t) x ceil(W/t) tiles, k = C, count x
     (t+2)^2. NB: N = m / (H x W): the batch is folded into m (`gemms_for`).
@@ -67,15 +67,17 @@ def winograd_gemms(gemms: pd.DataFrame, output_tile: int) -> tuple[pd.DataFrame,
     >>> int(w["m"][0]), int(w["k"][0]), int(w["count"][0])
     (392, 64, 36)
     """
-    h = np.asarray(gemms.get("conv3x3_h", pd.Series(0, index=gemms.index)), dtype=float)
-    w = np.asarray(gemms.get("conv3x3_w", pd.Series(0, index=gemms.index)), dtype=float)
+    gemms = Columns.of(gemms)
+    none = np.zeros(len(gemms))
+    h = np.asarray(gemms.get("conv3x3_h", none), dtype=float)
+    w = np.asarray(gemms.get("conv3x3_w", none), dtype=float)
     mask = (h > 0) & (w > 0)
     if not mask.any():
-        return gemms.copy(), mask
+        return gemms, mask
     t = float(output_tile)
-    m = gemms["m"].to_numpy(dtype=float).copy()
-    k = gemms["k"].to_numpy(dtype=float).copy()
-    count = gemms["count"].to_numpy(dtype=float).copy()
+    m = np.array(gemms["m"], dtype=float)
+    k = np.array(gemms["k"], dtype=float)
+    count = np.array(gemms["count"], dtype=float)
     batch = m[mask] / (h[mask] * w[mask])
     m[mask] = batch * np.ceil(h[mask] / t) * np.ceil(w[mask] / t)
     k[mask] = k[mask] / WINOGRAD_FILTER**2
@@ -83,7 +85,7 @@ def winograd_gemms(gemms: pd.DataFrame, output_tile: int) -> tuple[pd.DataFrame,
     return gemms.assign(m=m, k=k, count=count), mask
 
 
-def transform_bytes(work: pd.DataFrame, wgemms: pd.DataFrame, width_bytes: float
+def transform_bytes(work: Table, wgemms: Table, width_bytes: float
                     ) -> np.ndarray:
     """Per work row, the DRAM bytes of non-fused Winograd's transforms: both operands and the
     result of each batched GEMM in `wgemms` (Winograd GEMMs only) are written by one kernel and
@@ -92,19 +94,19 @@ def transform_bytes(work: pd.DataFrame, wgemms: pd.DataFrame, width_bytes: float
     return _transform_bytes(g, np.ones(len(g), dtype=bool), width_bytes, len(work))
 
 
-def _transform_bytes(g: pd.DataFrame, keep: np.ndarray, width_bytes: float, n_rows: int
+def _transform_bytes(g: Table, keep: np.ndarray, width_bytes: float, n_rows: int
                      ) -> np.ndarray:
     """`transform_bytes` over the row GEMMs `g` marked in `keep` (in their order, so that the
     sums are those of `row_gemms` of the kept GEMMs alone)."""
-    m, n, k, count = (g[c].to_numpy(dtype=float)[keep] for c in ("m", "n", "k", "count"))
+    m, n, k, count = (np.asarray(g[c], dtype=float)[keep] for c in ("m", "n", "k", "count"))
     elems = count * (m * k + k * n + m * n)
-    return per_row(2.0 * width_bytes * elems, g["row"].to_numpy()[keep], n_rows)
+    return per_row(2.0 * width_bytes * elems, np.asarray(g["row"])[keep], n_rows)
 
 
-def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precision: str,
+def gemm_factors(work: Table, gemms: Table, profile: Any, precision: str,
                  unit: str, eff: dict[str, Any], width_bytes: float, peak_flops_per_s: float,
-                 bandwidth_bytes_per_s: float, rows: pd.DataFrame | None = None
-                 ) -> pd.DataFrame:
+                 bandwidth_bytes_per_s: float, rows: Table | None = None
+                 ) -> Columns:
     """Per work row: `quantization` (spent MACs at peak / the op's MACs: waves, split-K, pipeline
     fill, Winograd), `tile_bytes_per_mac`, `reread_bytes` (`tiling.row_gemm_factors`),
     `transform_bytes` (Winograd's extra DRAM bytes), `winograd` (the row runs Winograd) and
@@ -129,15 +131,16 @@ def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precisio
               "winograd": np.zeros(n, dtype=bool), "executed_fraction": np.ones(n)}
     tile = eff.get(f"assumed.winograd_output_tile.{precision}")
     if tile is None or unit != "cuda_core":
-        return pd.DataFrame(direct, index=work.index)
+        return Columns(direct)
     wg, mask = winograd_gemms(gemms, int(tile))
     if not mask.any():
-        return pd.DataFrame(direct, index=work.index)
+        return Columns(direct)
     gw, sources = row_gemms_and_sources(work, wg)
     wino = row_gemm_columns(work, gw, *args, useful=gd)
     extra = _transform_bytes(gw, mask[sources], width_bytes, n)  # the Winograd GEMMs' rows
-    flops = work["flops"].to_numpy(dtype=float)
-    moved = (work["read_bytes"] + work["write_bytes"]).to_numpy(dtype=float)
+    flops = np.asarray(work["flops"], dtype=float)
+    moved = (np.asarray(work["read_bytes"], dtype=float)
+             + np.asarray(work["write_bytes"], dtype=float))
 
     def time_s(f: dict[str, np.ndarray], more_bytes: np.ndarray) -> np.ndarray:
         return np.maximum(flops * f["quantization"] / peak_flops_per_s,
@@ -154,4 +157,4 @@ def gemm_factors(work: pd.DataFrame, gemms: pd.DataFrame, profile: Any, precisio
     out["winograd"] = pick
     wino_macs, direct_macs = per_row(gw["macs"], gw["row"], n), per_row(gd["macs"], gd["row"], n)
     out["executed_fraction"] = np.where(pick, wino_macs / np.where(pick, direct_macs, 1.0), 1.0)
-    return pd.DataFrame(out, index=work.index)
+    return Columns(out)

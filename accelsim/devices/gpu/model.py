@@ -35,7 +35,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from accelsim.devices.energy import offchip_energy_j
 from accelsim.devices.gpu.gemm import gemm_factors
@@ -53,6 +52,7 @@ from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.formats import get_format
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import SoftwareStack
+from accelsim.workload.columns import Columns, Table, is_in
 from accelsim.workload.ops import OpKind
 from accelsim.workload.work import MASTER_WEIGHT_BYTES
 
@@ -82,7 +82,7 @@ def vector_peak_flops_per_s(profile: Any, precision: str) -> float:
     return listed
 
 
-def tf32_rows(work: pd.DataFrame, stack: SoftwareStack, profile: Any, precision: str
+def tf32_rows(work: Table, stack: SoftwareStack, profile: Any, precision: str
               ) -> np.ndarray:
     """Matmul rows an fp32 run executes as tf32 on tensor cores: those of the op groups in the
     stack's `fp32_on_tf32` ("conv": convolutions; "matmul": the other matmul-like ops), on a
@@ -91,10 +91,10 @@ def tf32_rows(work: pd.DataFrame, stack: SoftwareStack, profile: Any, precision:
     if (precision != "fp32" or not stack.fp32_on_tf32
             or "tf32" not in profile.compute.matrix_peak_flops_per_s):
         return np.zeros(len(work), dtype=bool)
-    conv = work["op"].isin(CONV_OPS).to_numpy()
+    conv = is_in(np.asarray(work["op"]), CONV_OPS)
     groups = {"conv": conv, "matmul": ~conv}
     picked = np.logical_or.reduce([groups[g] for g in stack.fp32_on_tf32])
-    return work["matmul"].to_numpy(dtype=bool) & picked
+    return np.asarray(work["matmul"], dtype=bool) & picked
 
 
 def _require(profile: Any, value: Any, field: str) -> float:
@@ -104,10 +104,11 @@ def _require(profile: Any, value: Any, field: str) -> float:
     return float(value)
 
 
-def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
-              stack: SoftwareStack) -> pd.DataFrame:
+def gpu_costs(profile: Any, work: Table, gemms: Table, precision: str,
+              stack: SoftwareStack) -> Columns:
     """Cost columns (core.COST_COLUMNS + `unit`, `kernels`) of every work row on a GPU under
     the software stack `stack` (resolved at the edge, on its host: `resolve_software`)."""
+    work, gemms = Columns.of(work), Columns.of(gemms)
     eff = load_efficiency("gpu")
     unit, matmul_peak = matmul_path(profile, precision)
     _require(profile, profile.compute.sm_count, "compute.sm_count")
@@ -134,13 +135,12 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
         tf32_peak = float(profile.compute.matrix_peak_flops_per_s["tf32"])
         tf32 = gemm_factors(work, gemms, profile, "tf32", "tensor_core", eff, width,
                             tf32_peak, bandwidth, rows)
-        factors = pd.DataFrame({c: np.where(on_tf32, tf32[c], factors[c]) for c in factors},
-                               index=work.index)
+        factors = Columns({c: np.where(on_tf32, tf32[c], factors[c]) for c in factors})
         row_unit[on_tf32] = "tensor_core"
         rate[on_tf32] = tf32_peak * gemm_eff("tensor_core")
-    matmul = work["matmul"].to_numpy(dtype=bool)
-    flops = work["flops"].to_numpy(dtype=float)
-    quant = factors["quantization"].to_numpy()
+    matmul = np.asarray(work["matmul"], dtype=bool)
+    flops = np.asarray(work["flops"], dtype=float)
+    quant = factors["quantization"]
 
     vector_rate = vector_peak_flops_per_s(profile, precision) * gemm_eff("cuda_core")
     compute_s = np.where(matmul, flops * quant / rate, flops / vector_rate)
@@ -149,10 +149,11 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     casts = amp_weight_casts(work, precision, stack.weight_casts)
     transposes = layout_conversions(work, stack, True) * (matmul & (row_unit == "tensor_core"))
     dram, onchip = row_traffic_bytes(work, factors, fused)  # on-chip: through L2
-    activation_bytes = (work["read_bytes"] - work["weight_bytes"]).to_numpy(dtype=float)
+    weight_bytes = np.asarray(work["weight_bytes"], dtype=float)
+    activation_bytes = np.asarray(work["read_bytes"], dtype=float) - weight_bytes
     # NB: a transpose reads and writes the conv's input activation once through DRAM.
-    dram = dram + factors["transform_bytes"].to_numpy() + casts * work["weight_bytes"].to_numpy(
-        dtype=float) * (MASTER_WEIGHT_BYTES / width + 1.0) + transposes * 2.0 * activation_bytes
+    dram = dram + factors["transform_bytes"] + casts * weight_bytes * (
+        MASTER_WEIGHT_BYTES / width + 1.0) + transposes * 2.0 * activation_bytes
     # inputs a recent kernel wrote are read from L2 while they still fit there (`residency`)
     resident = resident_read_bytes(work, dram, fused, float(profile.onchip_memory.l2_cache_bytes))
     dram = dram - resident
@@ -161,7 +162,7 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     # NB: non-fused Winograd adds its filter, input and output transform kernels around the
     # batched GEMM (cuDNN WINOGRAD_NONFUSED); the direct-vs-Winograd pick leaves them out.
     winograd_kernels = (eff["assumed.winograd_transform_kernels"]
-                        * factors["winograd"].to_numpy(dtype=float))
+                        * np.asarray(factors["winograd"], dtype=float))
     kernels = (np.where(fused, 0.0, kernel_counts(work)) + casts + transposes
                + winograd_kernels)
     stack.host_per_kernel_s("gpu")  # a GPU stack must give it (ConfigError otherwise)
@@ -171,13 +172,13 @@ def gpu_costs(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: 
     overhead_s = kernels * eff["assumed.kernel_launch_s"] + host_issue_wait_s(
         stack, "gpu", kernels, busy_s)
 
-    executed = flops * factors["executed_fraction"].to_numpy()  # Winograd: fewer multiplies
+    executed = flops * factors["executed_fraction"]  # Winograd: fewer multiplies
     energy_j = row_energy_j(profile, precision, np.where(matmul, executed / 2, 0.0),
                             np.where(matmul, 0.0, flops), dram, onchip)
     costs = core_costs(work, compute_s, memory_s, overhead_s, energy_j, dram, onchip, clock_hz,
                        np.where(fused, "fused", np.where(matmul, row_unit, "cuda_core")),
                        kernels)
-    costs["offchip_energy_j"] = offchip_energy_j(profile, dram)  # DVFS leaves it unscaled
-    costs["executed_flops"] = executed  # what the invariants hold to the peak
-    costs["resident_bytes"] = resident  # inputs read from L2 (the invariants count them)
-    return costs
+    return costs.assign(
+        offchip_energy_j=offchip_energy_j(profile, dram),  # DVFS leaves it unscaled
+        executed_flops=executed,  # what the invariants hold to the peak
+        resident_bytes=resident)  # inputs read from L2 (the invariants count them)

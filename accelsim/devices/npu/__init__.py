@@ -30,4 +30,5 @@ SCHEMA = ClassSchema.of(
     must="offchip_memory.capacity host_link")
 
 NPU = register(DeviceClass(name="npu", model=npu_costs, peaks=peaks, schema=SCHEMA,
-                           default_stack="tflite-edgetpu", host_fallback=DEFAULT_HOST))
+                           default_stack="tflite-edgetpu", host_fallback=DEFAULT_HOST,
+                           reads_arrays=True))

@@ -83,6 +83,7 @@ from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.profiles.device_types import DeviceProfile
 from accelsim.profiles.efficiency import load_efficiency
 from accelsim.profiles.software import SoftwareStack
+from accelsim.workload.columns import Columns, Table, is_in
 
 DEFAULT_HOST = "xeon-8380"  # stand-in host CPU for unsupported ops when no CPU profile is given
 # (the class record's `host_fallback`: the registry loads it and passes it in)
@@ -122,20 +123,20 @@ def array_matmul_s(profile: DeviceProfile, g: pd.DataFrame, n_rows: int, precisi
     flow = systolic.dataflow_of(profile)
     rounds = systolic.packed_rounds(g["m"], g["n"], g["k"], g["count"], rows, cols, flow)
     cycles = systolic.gemm_cycles(g["m"], g["n"], g["k"], rows, cols, flow, rounds, arrays)
-    cycles = np.where(g["macs"].to_numpy() > 0, cycles, 0.0)
+    cycles = np.where(np.asarray(g["macs"]) > 0, cycles, 0.0)
     array_mac_per_s = rows * cols * arrays * float(c.clock_hz)
     return per_row(cycles, g["row"], n_rows) / float(c.clock_hz) * (array_mac_per_s / mac_per_s)
 
 
-def on_npu(profile: DeviceProfile, work: pd.DataFrame) -> np.ndarray:
+def on_npu(profile: DeviceProfile, work: Table) -> np.ndarray:
     """True for rows whose op kind the NPU runs (all when `supported_ops` is absent)."""
     ops = profile.compute.supported_ops
     if ops is None:
         return np.ones(len(work), dtype=bool)
-    return work["op"].isin(ops).to_numpy()
+    return is_in(np.asarray(work["op"]), ops)
 
 
-def streamed_bytes(profile: DeviceProfile, work: pd.DataFrame, capacity: float | None
+def streamed_bytes(profile: DeviceProfile, work: Table, capacity: float | None
                    ) -> np.ndarray:
     """Off-chip bytes per row (see module docstring: DRAM, or the host link without DRAM)."""
     acts, weights, outs = operand_bytes(work)
@@ -144,15 +145,15 @@ def streamed_bytes(profile: DeviceProfile, work: pd.DataFrame, capacity: float |
                                                      DOUBLE_BUFFERED_RESIDENT_FRACTION)
     if capacity is None:
         raise AccelsimError(f"{profile.name}: an NPU without DRAM needs onchip_memory.sram")
-    forward = (work["phase"] == "forward").to_numpy()
+    forward = np.asarray(work["phase"]) == "forward"
     total_weights = float(weights[forward].sum())
     cached = 1.0 if total_weights <= capacity else capacity / total_weights
     # NB: parameter caching spread uniformly over the layers (Coral caches in layer order).
     return weights * (1.0 - cached) + np.maximum(acts + outs - capacity, 0.0)
 
 
-def host_time_energy(host: DeviceProfile, host_model: ClassModel, work: pd.DataFrame,
-                     gemms: pd.DataFrame, precision: str, stack: SoftwareStack
+def host_time_energy(host: DeviceProfile, host_model: ClassModel, work: Table,
+                     gemms: Table, precision: str, stack: SoftwareStack
                      ) -> tuple[np.ndarray, np.ndarray]:
     """(time_s, energy_j) of `work` rows on the host CPU, through its class model `host_model`
     and `finish` (the host's own TDP and static power). A precision the CPU model rejects runs
@@ -164,13 +165,13 @@ def host_time_energy(host: DeviceProfile, host_model: ClassModel, work: pd.DataF
     except AccelsimError:
         costs = host_model(host, work, gemms, "fp32", stack)
     done = finish(work, costs, host.power.tdp_w, static_power_w(host))
-    return done["time_s"].to_numpy(dtype=float), done["energy_j"].to_numpy(dtype=float)
+    return np.asarray(done["time_s"], dtype=float), np.asarray(done["energy_j"], dtype=float)
 
 
-def _boundaries(work: pd.DataFrame, host_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _boundaries(work: Table, host_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(input crosses, output crosses): a host row whose previous / next row in the same phase
     ran on the NPU. NB: table order stands in for graph edges."""
-    phase = work["phase"].to_numpy()
+    phase = np.asarray(work["phase"])
     same_prev = np.r_[False, phase[1:] == phase[:-1]]
     same_next = np.r_[phase[:-1] == phase[1:], False]
     npu_prev = np.r_[False, ~host_rows[:-1]]
@@ -178,10 +179,10 @@ def _boundaries(work: pd.DataFrame, host_rows: np.ndarray) -> tuple[np.ndarray, 
     return host_rows & same_prev & npu_prev, host_rows & same_next & npu_next
 
 
-def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
+def npu_costs(profile: DeviceProfile, work: Table, gemms: Table,
               precision: str, stack: SoftwareStack, host: DeviceProfile | None = None,
               host_model: ClassModel | None = None,
-              host_stack: SoftwareStack | None = None) -> pd.DataFrame:
+              host_stack: SoftwareStack | None = None) -> Columns:
     """Cost of each work row on an NPU, with host fallback (see module docstring): `host` runs
     the ops the NPU cannot, costed by `host_model` (its class's model; the registry's record
     passes both, `DeviceClass.cost`)."""
@@ -210,7 +211,7 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     capacity = onchip_capacity_bytes(onchip.sram_bytes) or onchip_capacity_bytes(
         onchip.l2_cache_bytes)  # NB: the Orin's L2 stands in for an NPU SRAM
     acts, weights, outs = operand_bytes(work)
-    residual = np.maximum(work["read_bytes"].to_numpy(dtype=float) - outs, 0.0)
+    residual = np.maximum(np.asarray(work["read_bytes"], dtype=float) - outs, 0.0)
     has_dram = profile.offchip_memory is not None
     off = np.where(fused, residual if has_dram else 0.0, streamed_bytes(profile, work, capacity))
     moved_onchip = np.where(fused, residual, acts + weights + outs)
@@ -238,13 +239,14 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
         "dynamic_energy_j": energy, "dram_bytes": off, "onchip_bytes": moved_onchip,
         "cycles": cycles, "unit": np.where(fused, "fused", "npu"), "power_capped": True,
         "kernels": kernels, "host_energy_j": 0.0,
-    }, index=work.index)
+    })
     if not host_rows.any():
-        return out
+        return Columns.of(out)
     if host is None or host_model is None:
         raise AccelsimError(f"{profile.name} cannot run {sorted(set(work['op'][host_rows]))} "
                             "and was given no host CPU to run them")
-    host_s, host_j = host_time_energy(host, host_model, work[host_rows], gemms, precision,
+    host_s, host_j = host_time_energy(host, host_model, Columns.of(work).take(host_rows), gemms,
+                                      precision,
                                       host_stack or stack)
     cross_in, cross_out = _boundaries(work, host_rows)
     moved = (np.where(cross_in, acts, 0.0) + np.where(cross_out, outs, 0.0))[host_rows]
@@ -257,4 +259,4 @@ def npu_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
     out.loc[host_rows, "unit"] = "host"
     out.loc[host_rows, "power_capped"] = False
     out.loc[host_rows, "kernels"] = 0.0
-    return out
+    return Columns.of(out)

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
-
 from accelsim.devices.registry import DeviceClass, register
 from accelsim.devices.systolic.model import mxu_precision, systolic_costs, vector_ops_per_s
 from accelsim.errors import ConfigError
 from accelsim.profiles.device_schema import MATRIX_PEAKS, ClassSchema
+from accelsim.workload.columns import Table
 
 # NB: listed peaks are rounded (TPU v3: 123 TFLOP/s for 2 x 128 x 128 x 4 x 940 MHz = 123.2).
 SYSTOLIC_PEAK_TOLERANCE = 0.01
@@ -53,7 +52,7 @@ def check_peaks(c: Any, raw: Mapping[str, Any], source: str) -> None:
                               "GEMMs")
 
 
-def sram_notes(profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, stack: Any,
+def sram_notes(profile: Any, work: Table, gemms: Table, stack: Any,
                precision: str) -> list[str]:
     """The note of SCALE-Sim's SRAM model (a profile read from a `.cfg`: `operand_srams`) on
     the layers it times without addresses (the stack and precision do not change it)."""
@@ -77,4 +76,4 @@ SCHEMA = ClassSchema.of(
 
 SYSTOLIC = register(DeviceClass(name="tpu", model=systolic_costs, peaks=peaks, schema=SCHEMA,
                                 default_stack="jax-xla", notes=sram_notes,
-                                matrix_precision=mxu_precision))
+                                matrix_precision=mxu_precision, reads_arrays=True))

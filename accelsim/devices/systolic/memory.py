@@ -27,6 +27,7 @@ from accelsim.devices.systolic.im2col import MAX_ELEMS, Im2col
 from accelsim.devices.systolic.model import gemm_cycles
 from accelsim.devices.systolic.sram import gemm_memory
 from accelsim.profiles.device_types import SramSpec
+from accelsim.workload.columns import Table
 
 DRAM_KEYS = ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes")
 
@@ -57,7 +58,7 @@ def sram_rows(g: pd.DataFrame, rows: int, cols: int, dataflow: str, srams: SramS
     shapes = g["im2col"] if "im2col" in g else [()] * len(g)
     figs = [gemm_figures(int(m), int(n), int(k), rows, cols, dataflow, srams, shape)
             for m, n, k, shape in zip(g["m"], g["n"], g["k"], shapes, strict=True)]
-    count = g["count"].to_numpy(dtype=float)
+    count = np.asarray(g["count"], dtype=float)
 
     def column(fn) -> np.ndarray:  # noqa: ANN001 - a figure of one GEMM
         return per_row(np.array([fn(f) for f in figs], dtype=float) * count, g["row"], n_rows)
@@ -69,17 +70,17 @@ def sram_rows(g: pd.DataFrame, rows: int, cols: int, dataflow: str, srams: SramS
     })
 
 
-def address_free_layers(work: pd.DataFrame, g: pd.DataFrame) -> list[str]:
+def address_free_layers(work: Table, g: pd.DataFrame) -> list[str]:
     """Layers of `work` with a conv GEMM (`g`: `mapping.row_gemms`) too large to read address
     by address (over `MAX_ELEMS` im2col words): SCALE-Sim's window rule is approximated there."""
     if "im2col" not in g:
         return []
     big = [int(r) for r, m, k, shape in zip(g["row"], g["m"], g["k"], g["im2col"], strict=True)
            if Im2col.too_large(tuple(shape), int(m), int(k))]
-    return list(dict.fromkeys(work["name"].to_numpy()[big])) if big else []
+    return list(dict.fromkeys(np.asarray(work["name"])[big])) if big else []
 
 
-def address_free_note(work: pd.DataFrame, g: pd.DataFrame, srams: SramSpec) -> str | None:
+def address_free_note(work: Table, g: pd.DataFrame, srams: SramSpec) -> str | None:
     """The estimate's note naming `address_free_layers` (None when there are none, or no
     stall is modelled: `bounded_ports`)."""
     names = address_free_layers(work, g) if bounded_ports(srams) else []

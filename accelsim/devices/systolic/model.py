@@ -72,6 +72,7 @@ from accelsim.errors import AccelsimError, PrecisionError
 from accelsim.formats import get_format
 from accelsim.profiles.device_types import DeviceProfile
 from accelsim.profiles.software import SoftwareStack
+from accelsim.workload.columns import Columns, Table
 
 DATAFLOWS = ("ws", "os", "is")
 DEFAULT_DATAFLOW = "ws"
@@ -195,7 +196,7 @@ def vector_ops_per_s(profile: DeviceProfile, precision: str) -> float:
     return float(c.mxu_count * c.mxu_cols * c.clock_hz)
 
 
-def buffer_dram_bytes(profile: DeviceProfile, work: pd.DataFrame, g: pd.DataFrame,
+def buffer_dram_bytes(profile: DeviceProfile, work: Table, g: pd.DataFrame,
                       dataflow: str, rows: int, cols: int, width: int
                       ) -> tuple[np.ndarray, np.ndarray]:
     """(DRAM bytes, buffer bytes) per work row. DRAM: each operand once (compulsory), plus an
@@ -214,8 +215,8 @@ def buffer_dram_bytes(profile: DeviceProfile, work: pd.DataFrame, g: pd.DataFram
     in_p, w_p, ps_p = reuse_factors(g["m"], g["n"], g["k"], rows, cols, dataflow)
     in_pass = mac_weighted(in_p, g, n_rows)
     w_pass = mac_weighted(w_p, g, n_rows)
-    _, _, t = array_mapping(g["m"].to_numpy(), g["n"].to_numpy(), g["k"].to_numpy(), dataflow)
-    psum_elems = (g["m"] * g["n"] * g["count"]).to_numpy()
+    _, _, t = array_mapping(np.asarray(g["m"]), np.asarray(g["n"]), np.asarray(g["k"]), dataflow)
+    psum_elems = np.asarray(g["m"]) * np.asarray(g["n"]) * np.asarray(g["count"])
     psum_bytes = psum_elems * ACCUMULATOR_BYTES_PER_ELEMENT
     dram = acts + weights + outs
     if ub is not None:
@@ -229,7 +230,7 @@ def buffer_dram_bytes(profile: DeviceProfile, work: pd.DataFrame, g: pd.DataFram
         slice_bytes = np.asarray(t, float) * cols * ACCUMULATOR_BYTES_PER_ELEMENT
         chunks = np.ceil(slice_bytes / acc)
         pinned_bytes = np.where(dataflow == "is", g["m"] * g["k"], g["k"] * g["n"])
-        pinned_bytes = pinned_bytes * g["count"].to_numpy() * width
+        pinned_bytes = pinned_bytes * np.asarray(g["count"]) * width
         spill_bytes = np.minimum(2.0 * psum_bytes * (ps_p - 1), pinned_bytes * (chunks - 1))
         if dataflow != "os":
             dram = dram + per_row(np.where(chunks > 1, spill_bytes, 0.0), g["row"], n_rows)
@@ -239,9 +240,9 @@ def buffer_dram_bytes(profile: DeviceProfile, work: pd.DataFrame, g: pd.DataFram
     return dram, buffer
 
 
-def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFrame,
+def systolic_costs(profile: DeviceProfile, work: Table, gemms: Table,
                    precision: str, stack: SoftwareStack,
-                   dataflow: str | None = None) -> pd.DataFrame:
+                   dataflow: str | None = None) -> Columns:
     """Cost of each work row on a TPU-like chip: GEMMs folded onto its MXUs (`dataflow`, or
     the profile's), the rest on its vector unit, DRAM traffic set by the unified buffer,
     stalls where DRAM (or the buffer's bandwidth) cannot feed the arrays; the software stack's
@@ -278,13 +279,13 @@ def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFra
         srams = sram_rows(g, rows, cols, flow, profile.operand_srams, n_rows)
         gemm_row = macs > 0
         compute_cycles = np.where(gemm_row, compute_cycles - mxu_cycles
-                                  + srams["compute_cycles"].to_numpy(), compute_cycles)
-        stalls = np.where(gemm_row, srams["stall_cycles"].to_numpy(), stalls)
+                                  + np.asarray(srams["compute_cycles"]), compute_cycles)
+        stalls = np.where(gemm_row, np.asarray(srams["stall_cycles"]), stalls)
         memory_s = np.where(gemm_row, (compute_cycles + stalls) / clock_hz, memory_s)
         # NB: floored at each operand once: a strided 1 x 1 conv's windows skip input rows
         # SCALE-Sim never fetches, which the work table counts as read.
         compulsory = sum(operand_bytes(work))
-        dram = np.where(gemm_row, np.maximum(srams["dram_words"].to_numpy()
+        dram = np.where(gemm_row, np.maximum(np.asarray(srams["dram_words"])
                                              * get_format(precision).bytes_per_element,
                                              compulsory), dram)
     energy = row_energy_j(profile, run, macs, vec, dram, buffer)
@@ -297,18 +298,18 @@ def systolic_costs(profile: DeviceProfile, work: pd.DataFrame, gemms: pd.DataFra
         "onchip_bytes": buffer,
         "cycles": compute_cycles + stalls,
         "stall_cycles": stalls,
-    }, index=work.index)
+    })
     vec_cycles = np.ceil(vec / vector_ops_per_s(profile, run) * clock_hz)
     out = _with_stack(costs, work, stack, vec_cycles, clock_hz,
                       profile.offchip_memory.bandwidth_bytes_per_s)
     # A fused row moves only its residual bytes (`_with_stack`); its energy follows them (the
     # same inputs give the same energy on every other row).
-    out["dynamic_energy_j"] = row_energy_j(profile, run, macs, vec, out["dram_bytes"].to_numpy(),
-                                           out["onchip_bytes"].to_numpy())
-    return out
+    out["dynamic_energy_j"] = row_energy_j(profile, run, macs, vec, np.asarray(out["dram_bytes"]),
+                                           np.asarray(out["onchip_bytes"]))
+    return Columns.of(out)
 
 
-def _with_stack(costs: pd.DataFrame, work: pd.DataFrame, stack: SoftwareStack,
+def _with_stack(costs: pd.DataFrame, work: Table, stack: SoftwareStack,
                 vec_cycles: np.ndarray, clock_hz: float, dram_bytes_per_s: float
                 ) -> pd.DataFrame:
     """`costs` under the software stack: MXU cycles over its `tensor_core` modifier, vector
@@ -326,19 +327,19 @@ def _with_stack(costs: pd.DataFrame, work: pd.DataFrame, stack: SoftwareStack,
     if (tc, cc, dm) == (1.0, 1.0, 1.0) and not fused.any() and host_s == 0:
         return costs
     out = costs.copy()
-    cycles_in = out["cycles"].to_numpy() - out["stall_cycles"].to_numpy()
+    cycles_in = np.asarray(out["cycles"]) - np.asarray(out["stall_cycles"])
     vec_cycles = np.minimum(vec_cycles, cycles_in)
     vec_cycles_run = np.ceil(vec_cycles / cc)
     compute_cycles = np.ceil((cycles_in - vec_cycles) / tc) + vec_cycles_run
-    memory_s = out["memory_s"].to_numpy() / dm
+    memory_s = np.asarray(out["memory_s"]) / dm
     if fused.any():
-        outs = work["write_bytes"].to_numpy(dtype=float)
-        residual = np.maximum(work["read_bytes"].to_numpy(dtype=float) - outs, 0.0)
+        outs = np.asarray(work["write_bytes"], dtype=float)
+        residual = np.maximum(np.asarray(work["read_bytes"], dtype=float) - outs, 0.0)
         out["dram_bytes"] = np.where(fused, residual, out["dram_bytes"])
         out["onchip_bytes"] = np.where(fused, residual, out["onchip_bytes"])
         memory_s = np.where(fused, residual / (dram_bytes_per_s * dm), memory_s)
         compute_s = compute_cycles / clock_hz
-        own_s = np.where(work["matmul"].to_numpy(dtype=bool), np.maximum(compute_s, memory_s),
+        own_s = np.where(np.asarray(work["matmul"], dtype=bool), np.maximum(compute_s, memory_s),
                          0.0)
         # NB: the fused work drains through the vector unit over the producer's whole time,
         # perfectly overlapped (`mapping.drain_excess_s`); only its excess is charged.
@@ -352,5 +353,5 @@ def _with_stack(costs: pd.DataFrame, work: pd.DataFrame, stack: SoftwareStack,
     out["stall_cycles"] = np.where(changed, stalls, out["stall_cycles"])
     out["cycles"] = np.where(changed, compute_cycles + stalls, out["cycles"])
     out["overhead_s"] = host_issue_wait_s(stack, "tpu", np.where(fused, 0.0, kernel_counts(
-        work)), np.maximum(out["compute_s"].to_numpy(), out["memory_s"].to_numpy()))
+        work)), np.maximum(np.asarray(out["compute_s"]), np.asarray(out["memory_s"])))
     return out
