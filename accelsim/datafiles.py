@@ -9,6 +9,7 @@ from pathlib import Path
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+@lru_cache(maxsize=8)  # where the package lives does not move while it runs
 def data_root(folder: str) -> Path:
     """Directory of the built-in data folder `folder` ("hw_profiles" or "workloads"): the
     repo's when running from a checkout, else the installed copy inside the package."""

@@ -123,7 +123,7 @@ def _finished(work: Columns, costs: Columns, time_s: np.ndarray, bound: np.ndarr
     new: dict[str, Any] = {c: costs[c] for c in costs}
     new.update(dynamic_energy_j=dyn_j, time_s=time_s, bound=bound, clock_fraction=clock_fraction,
                energy_j=dyn_j + static_w * time_s, bytes=work["read_bytes"] + work["write_bytes"])
-    return Columns({**{c: work[c] for c in work}, **new})
+    return work.joined(new)
 
 
 def kernel_groups(work: Table, costs: Table) -> np.ndarray:

@@ -62,9 +62,16 @@ def throttle(group: np.ndarray, compute_s: np.ndarray, memory_s: np.ndarray,
     lo = np.full(n, MIN_CLOCK_FRACTION)
     hi = np.ones(n)
     if over.any():
+        # only the rows of kernels over the limit take part (each kernel's sums are over the
+        # same rows in the same order, so the clocks are those of a search over all rows)
+        rows = over[group]
+        g, terms = group[rows], (compute_s[rows], memory_s[rows], overhead_s[rows],
+                                 die_j[rows], offchip_j[rows])
         for _ in range(_ITERATIONS):
             mid = (lo + hi) / 2
-            fits = excess_j(mid) <= 0
+            t, e = _parts(mid[g], *terms, voltage_floor)
+            fits = (np.bincount(g, weights=e, minlength=n)
+                    - headroom_w * np.bincount(g, weights=t, minlength=n)) <= 0
             lo = np.where(fits, mid, lo)
             hi = np.where(fits, hi, mid)
     # lo fits wherever any clock in the range does; at MIN_CLOCK_FRACTION it may not

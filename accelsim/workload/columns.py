@@ -23,6 +23,8 @@ import pandas as pd
 
 def as_column(values: Any) -> np.ndarray:
     """`values` as a read-only 1-D array (a sequence of tuples as an object array of tuples)."""
+    if isinstance(values, np.ndarray) and values.ndim == 1 and not values.flags.writeable:
+        return values  # already one (a column of another table)
     if isinstance(values, pd.Series | pd.Index):
         array = values.to_numpy()
     elif isinstance(values, np.ndarray):
@@ -53,6 +55,11 @@ class Columns:
             raise ValueError(f"columns of different lengths: {sorted(lengths)}")
         self._data = arrays
         self._rows = lengths.pop() if lengths else 0
+
+    def joined(self, columns: Mapping[str, Any]) -> Columns:
+        """A new table with `columns` added after these or, where a name is taken, in its
+        place."""
+        return Columns({**self._data, **columns})
 
     @classmethod
     def of(cls, table: Columns | pd.DataFrame | Mapping[str, Any]) -> Columns:
@@ -89,7 +96,7 @@ class Columns:
 
     def assign(self, **columns: Any) -> Columns:
         """A new table with `columns` added or replaced (a replaced column keeps its place)."""
-        return Columns({**self._data, **columns})
+        return self.joined(columns)
 
     def take(self, rows: np.ndarray) -> Columns:
         """The rows selected by a boolean mask or an array of positions, in that order."""

@@ -48,8 +48,12 @@ def model_knobs(name: str) -> dict[str, Any]:
     _load_families()
     if name not in MODELS:
         raise UnknownNameError("model", name, list(MODELS))
-    sig = inspect.signature(MODELS[name])
-    return {p.name: p.default for p in sig.parameters.values()}
+    return dict(_knobs_of(MODELS[name]))
+
+
+@lru_cache(maxsize=256)  # a builder's signature, read once (a sweep point asks six times)
+def _knobs_of(builder: Any) -> tuple[tuple[str, Any], ...]:
+    return tuple((p.name, p.default) for p in inspect.signature(builder).parameters.values())
 
 
 @lru_cache(maxsize=64)
