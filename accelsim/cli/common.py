@@ -61,9 +61,45 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+NO_BREAK_HYPHEN = "\u2011"  # stands in for "-" while click wraps a help text
+
+
+class HelpFormatter(click.HelpFormatter):
+    """click's help layout, with words never broken at their hyphens: a flag or a name such as
+    `pytorch-compiled` or `time-to-train` wraps whole (click's wrapper breaks after a hyphen).
+    NB: each "-" is a non-breaking hyphen while wrapping (one column wide, as "-"), and "-"
+    again in the text written."""
+
+    def write_dl(self, rows: Any, col_max: int = 30, col_spacing: int = 2) -> None:
+        super().write_dl([(term, text.replace("-", NO_BREAK_HYPHEN)) for term, text in rows],
+                         col_max, col_spacing)
+
+    def write_text(self, text: str) -> None:
+        super().write_text(text.replace("-", NO_BREAK_HYPHEN))
+
+    def getvalue(self) -> str:
+        return super().getvalue().replace(NO_BREAK_HYPHEN, "-")
+
+
+class HelpContext(click.Context):
+    """A context whose help is laid out by `HelpFormatter`."""
+
+    formatter_class = HelpFormatter
+
+
+def with_help_layout(cmd: click.Command) -> click.Command:
+    """`cmd` (and a group's commands) with `HelpContext`, so its help wraps whole words."""
+    cmd.context_class = HelpContext
+    for sub in getattr(cmd, "commands", {}).values():
+        with_help_layout(sub)
+    return cmd
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported when first asked for (`LAZY_COMMANDS`): importing
     a command's module registers it here, through its `@cli.command()`."""
+
+    context_class = HelpContext
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*self.commands, *LAZY_COMMANDS})
@@ -71,7 +107,8 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
             importlib.import_module(LAZY_COMMANDS[cmd_name][0])
-        return self.commands.get(cmd_name)
+        cmd = self.commands.get(cmd_name)
+        return None if cmd is None else with_help_layout(cmd)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's listing of the commands, from their summaries (no command is imported)."""

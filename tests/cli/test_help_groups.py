@@ -144,6 +144,21 @@ def test_no_help_line_is_wider_than_100_columns(name):
         assert len(line) <= 100, line
 
 
+@pytest.mark.parametrize("name", sorted(LAZY_COMMANDS))
+def test_no_help_line_breaks_a_word_at_its_hyphen(name):
+    """`pytorch-compiled` or `time-to-train` wraps whole: no line ends in a letter and "-"
+    with the word going on below (click's wrapper breaks after hyphens)."""
+    lines = help_text(name).splitlines()
+    for line, below in zip(lines, lines[1:], strict=False):
+        assert not (re.search(r"[A-Za-z]-$", line) and re.match(r"\s+[a-z]", below)), line
+
+
+def test_hyphenated_words_are_kept_in_the_help_text():
+    """The non-breaking hyphen is only a stand-in while wrapping: the text says "-"."""
+    text = help_text("simulate")
+    assert "pytorch-compiled" in text and "\u2011" not in text
+
+
 def test_plan_help_has_every_option_once_in_its_own_groups():
     from accelsim.cli.helpgroups import PLAN_GROUPS
 
