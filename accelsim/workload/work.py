@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from accelsim.formats import get_format
-from accelsim.workload.columns import Columns
+from accelsim.workload.columns import Columns, as_column, is_in
 from accelsim.workload.freeze import FROZEN, is_frozen, train_mask
 from accelsim.workload.graph import Graph
 from accelsim.workload.ops import MATMUL_KINDS
@@ -78,7 +78,7 @@ def work_table(graph: Graph, batch: int, precision: str, mode: str = "infer",
                optimizer: str = "sgd") -> pd.DataFrame:
     """The work of one inference batch (`mode="infer"`) or one training step (`"train"`)."""
     return _KEPT.get(("work", graph, batch, precision, mode, optimizer),
-                     lambda: _work_table(graph, batch, precision, mode, optimizer))
+                     lambda: work_columns(graph, batch, precision, mode, optimizer).to_frame())
 
 
 def work_columns(graph: Graph, batch: int, precision: str, mode: str = "infer",
@@ -86,9 +86,7 @@ def work_columns(graph: Graph, batch: int, precision: str, mode: str = "infer",
     """`work_table` as read-only columns, kept per process and shared (no copy): the
     estimate's hot path (`accelsim.workload.columns`)."""
     return _KEPT.kept(("work columns", graph, batch, precision, mode, optimizer),
-                      lambda: Columns.of(_KEPT.kept(
-                          ("work", graph, batch, precision, mode, optimizer),
-                          lambda: _work_table(graph, batch, precision, mode, optimizer))))
+                      lambda: _work_columns(graph, batch, precision, mode, optimizer))
 
 
 def gemm_columns(graph: Graph, batch: int) -> Columns:
@@ -97,51 +95,65 @@ def gemm_columns(graph: Graph, batch: int) -> Columns:
         ("gemms", graph, batch), lambda: _gemms_for(graph, batch))))
 
 
-def _work_table(graph: Graph, batch: int, precision: str, mode: str,
-                optimizer: str) -> pd.DataFrame:
-    c = counts_table(graph)
+def _work_columns(graph: Graph, batch: int, precision: str, mode: str,
+                  optimizer: str) -> Columns:
+    c = _KEPT.kept(("counts columns", graph), lambda: Columns.of(counts_table(graph)))
     width = get_format(precision).bytes_per_element
-    matmul = c["op"].isin(_MATMUL_NAMES).to_numpy()
-    weights = c["weight_elems"].to_numpy() * width
-    fwd = pd.DataFrame({
-        "name": c["name"], "op": c["op"], "phase": "forward", "matmul": matmul,
-        "flops": c["fwd_flops"].to_numpy() * batch,
-        "read_bytes": c["read_elems"].to_numpy() * batch * width + weights,
-        "write_bytes": c["write_elems"].to_numpy() * batch * width,
+    n = len(c)
+    weights = c["weight_elems"] * width
+    input_ops = _input_ops(graph, c["op_index"])
+    fwd = {
+        "name": c["name"], "op": c["op"], "phase": np.full(n, "forward", dtype=object),
+        "matmul": is_in(c["op"], _MATMUL_NAMES),
+        "flops": c["fwd_flops"] * batch,
+        "read_bytes": c["read_elems"] * batch * width + weights,
+        "write_bytes": c["write_elems"] * batch * width,
         "weight_bytes": weights, "op_index": c["op_index"],
         # every parameter of the op (an embedding's whole table, which `weight_bytes`, the
         # bytes a pass reads, leaves out: a lookup reads only its rows)
-        "param_elems": c["params"].to_numpy(dtype=float),
+        "param_elems": np.asarray(c["params"], dtype=float),
         # the op_index of the ops whose outputs it reads (graph inputs left out)
-        "input_ops": _input_ops(graph, c["op_index"].to_numpy()),
-    })
+        "input_ops": as_column(input_ops),
+    }
     if mode == "infer":
-        return fwd
+        return Columns(fwd)
     # Backward reads what forward saved, the output gradient and the weights; it writes the
     # input gradient and the weight gradient. NB: no recomputation, no fused kernels. A frozen
     # graph (`accelsim.workload.freeze`) computes only the gradients something upstream needs.
-    m = train_mask(graph, c["op_index"].to_numpy(), c["params"].to_numpy(), fwd["input_ops"])
+    m = train_mask(graph, c["op_index"], c["params"], input_ops)
     dx, dw, saved = m.needs_input_grad, m.trains, m.keeps_saved
-    bwd = fwd.assign(
-        phase="backward",
-        flops=(c["bwd_input_flops"].to_numpy() * dx + c["bwd_weight_flops"].to_numpy() * dw)
-        * batch,
-        read_bytes=(c["saved_elems"].to_numpy() * saved + c["write_elems"].to_numpy())
-        * batch * width + weights * dx,
-        write_bytes=c["read_elems"].to_numpy() * batch * width * dx + weights * dw,
-    )[m.runs_backward]
+    bwd = {**fwd, "phase": np.full(n, "backward", dtype=object),
+           "flops": (c["bwd_input_flops"] * dx + c["bwd_weight_flops"] * dw) * batch,
+           "read_bytes": (c["saved_elems"] * saved + c["write_elems"]) * batch * width
+           + weights * dx,
+           "write_bytes": c["read_elems"] * batch * width * dx + weights * dw}
     params = trained_params(graph)
     state = OPTIMIZER_STATE_TENSORS[optimizer]
     # Update: read master weight, gradient and state; write master weight, state and the
     # low-precision copy.
-    opt = pd.DataFrame({
-        "name": ["optimizer"], "op": [f"{optimizer}_update"], "phase": ["optimizer"],
-        "matmul": [False], "flops": [params * OPTIMIZER_FLOPS_PER_PARAM[optimizer]],
-        "read_bytes": [params * (MASTER_WEIGHT_BYTES * (1 + state) + width)],
-        "write_bytes": [params * (MASTER_WEIGHT_BYTES * (1 + state) + width)],
-        "weight_bytes": [0.0], "op_index": [-1], "param_elems": [0.0], "input_ops": [()],
-    })
-    return pd.concat([fwd, bwd, opt], ignore_index=True)
+    update_bytes = params * (MASTER_WEIGHT_BYTES * (1 + state) + width)
+    opt = {"name": ["optimizer"], "op": [f"{optimizer}_update"], "phase": ["optimizer"],
+           "matmul": [False], "flops": [params * OPTIMIZER_FLOPS_PER_PARAM[optimizer]],
+           "read_bytes": [update_bytes], "write_bytes": [update_bytes],
+           "weight_bytes": [0.0], "op_index": [-1], "param_elems": [0.0],
+           "input_ops": as_column([()])}
+    keep = m.runs_backward
+    return Columns({name: _joined(fwd[name], np.asarray(bwd[name])[keep], opt[name])
+                    for name in fwd})
+
+
+def _joined(*parts: Any) -> np.ndarray:
+    """Column parts end to end (object columns stay objects: names, tuples of inputs)."""
+    arrays = [np.asarray(p) if not (isinstance(p, np.ndarray) and p.dtype == object)
+              else p for p in parts]
+    if any(a.dtype == object or a.dtype.kind == "U" for a in arrays):
+        out = np.empty(sum(len(a) for a in arrays), dtype=object)
+        at = 0
+        for a in arrays:
+            out[at:at + len(a)] = list(a)
+            at += len(a)
+        return out
+    return np.concatenate(arrays)
 
 
 def trained_params(graph: Graph) -> float:
