@@ -35,13 +35,15 @@ _MATMUL_NAMES = frozenset(k.value for k in MATMUL_KINDS)
 
 # NB: tables kept per process, by graph (hashed by identity) and knobs, the least recently used
 # dropped past this many rows in all (about 300 B a row: some 60 MB): a sweep over devices and
-# formats builds each once; a caller gets its own copy (about 20 us; a build 0.5-1.3 ms).
+# formats builds each once; a caller of `work_table` gets its own copy of the frame (about
+# 20 us), one of `work_columns` the kept read-only columns themselves (no copy).
 KEPT_ROWS = 200_000
 
 
 class _KeptTables:
-    """Frames by key, least recently used first, at most `max_rows` rows in all (the newest
-    always kept); safe across threads (a Dask worker runs points in threads)."""
+    """Tables (frames or `Columns`) by key, least recently used first, at most `max_rows` rows
+    in all (the newest always kept); safe across threads (a Dask worker runs points in
+    threads)."""
 
     def __init__(self, max_rows: int) -> None:
         self.max_rows = max_rows
