@@ -245,8 +245,8 @@ def npu_costs(profile: DeviceProfile, work: Table, gemms: Table,
     if host is None or host_model is None:
         raise AccelsimError(f"{profile.name} cannot run {sorted(set(work['op'][host_rows]))} "
                             "and was given no host CPU to run them")
-    host_s, host_j = host_time_energy(host, host_model, Columns.of(work).take(host_rows), gemms,
-                                      precision,
+    host_work = Columns.of(work).take(host_rows)
+    host_s, host_j = host_time_energy(host, host_model, host_work, gemms, precision,
                                       host_stack or stack)
     cross_in, cross_out = _boundaries(work, host_rows)
     moved = (np.where(cross_in, acts, 0.0) + np.where(cross_out, outs, 0.0))[host_rows]

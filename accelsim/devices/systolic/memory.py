@@ -50,7 +50,7 @@ def gemm_figures(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
             "dram_ifmap_reads": m * k, "dram_filter_reads": k * n, "dram_ofmap_writes": m * n}
 
 
-def sram_rows(g: pd.DataFrame, rows: int, cols: int, dataflow: str, srams: SramSpec,
+def sram_rows(g: Table, rows: int, cols: int, dataflow: str, srams: SramSpec,
               n_rows: int) -> pd.DataFrame:
     """Per work row (positions 0 .. n_rows - 1) of the GEMMs `g` (`mapping.row_gemms`):
     compute_cycles, stall_cycles and dram_words (all three operands), summed over the row's
@@ -70,7 +70,7 @@ def sram_rows(g: pd.DataFrame, rows: int, cols: int, dataflow: str, srams: SramS
     })
 
 
-def address_free_layers(work: Table, g: pd.DataFrame) -> list[str]:
+def address_free_layers(work: Table, g: Table) -> list[str]:
     """Layers of `work` with a conv GEMM (`g`: `mapping.row_gemms`) too large to read address
     by address (over `MAX_ELEMS` im2col words): SCALE-Sim's window rule is approximated there."""
     if "im2col" not in g:
@@ -80,7 +80,7 @@ def address_free_layers(work: Table, g: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(np.asarray(work["name"])[big])) if big else []
 
 
-def address_free_note(work: Table, g: pd.DataFrame, srams: SramSpec) -> str | None:
+def address_free_note(work: Table, g: Table, srams: SramSpec) -> str | None:
     """The estimate's note naming `address_free_layers` (None when there are none, or no
     stall is modelled: `bounded_ports`)."""
     names = address_free_layers(work, g) if bounded_ports(srams) else []

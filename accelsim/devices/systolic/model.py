@@ -196,7 +196,7 @@ def vector_ops_per_s(profile: DeviceProfile, precision: str) -> float:
     return float(c.mxu_count * c.mxu_cols * c.clock_hz)
 
 
-def buffer_dram_bytes(profile: DeviceProfile, work: Table, g: pd.DataFrame,
+def buffer_dram_bytes(profile: DeviceProfile, work: Table, g: Table,
                       dataflow: str, rows: int, cols: int, width: int
                       ) -> tuple[np.ndarray, np.ndarray]:
     """(DRAM bytes, buffer bytes) per work row. DRAM: each operand once (compulsory), plus an
