@@ -106,8 +106,8 @@ class DeviceClass:
             return None
         return host if host is not None else _stand_in_host(self.host_fallback)
 
-    def cost(self, profile: Any, work: pd.DataFrame, gemms: pd.DataFrame, precision: str,
-             stack: SoftwareStack, batch: int | None = None, host: Any = None) -> pd.DataFrame:
+    def cost(self, profile: Any, work: Any, gemms: Any, precision: str,
+             stack: SoftwareStack, batch: int | None = None, host: Any = None) -> Any:
         """The class model's cost rows under `stack` (resolved for this class), given what
         this class takes beside the common inputs (the batch; the host CPU, its class model
         and the stack as it runs there)."""
@@ -116,8 +116,14 @@ class DeviceClass:
             extra["batch"] = batch
         if self.host_fallback is not None:
             extra["host"] = self.host_for(host)
-            extra["host_model"] = get(extra["host"].device_class).model
+            extra["host_model"] = get(extra["host"].device_class).run
             extra["host_stack"] = for_class(stack, extra["host"].device_class)[0]
+        return self.run(profile, work, gemms, precision, stack, **extra)
+
+    def run(self, profile: Any, work: Any, gemms: Any, precision: str, stack: Any,
+            **extra: Any) -> Any:
+        """The class model on `work` and `gemms` given in either table form (each converted
+        to the one the model reads, `tables`)."""
         return self.model(profile, *self.tables(work, gemms), precision, stack, **extra)
 
     def tables(self, *tables: Any) -> tuple[Any, ...]:

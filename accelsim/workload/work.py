@@ -140,22 +140,9 @@ def _work_columns(graph: Graph, batch: int, precision: str, mode: str,
            "weight_bytes": [0.0], "op_index": [-1], "param_elems": [0.0],
            "input_ops": as_column([()])}
     keep = m.runs_backward
-    return Columns({name: _joined(fwd[name], np.asarray(bwd[name])[keep], opt[name])
-                    for name in fwd})
-
-
-def _joined(*parts: Any) -> np.ndarray:
-    """Column parts end to end (object columns stay objects: names, tuples of inputs)."""
-    arrays = [np.asarray(p) if not (isinstance(p, np.ndarray) and p.dtype == object)
-              else p for p in parts]
-    if any(a.dtype == object or a.dtype.kind == "U" for a in arrays):
-        out = np.empty(sum(len(a) for a in arrays), dtype=object)
-        at = 0
-        for a in arrays:
-            out[at:at + len(a)] = list(a)
-            at += len(a)
-        return out
-    return np.concatenate(arrays)
+    # (object columns stay objects: numpy joins the optimizer row's names to them as objects)
+    return Columns({name: np.concatenate([fwd[name], np.asarray(bwd[name])[keep],
+                                          np.asarray(opt[name])]) for name in fwd})
 
 
 def trained_params(graph: Graph) -> float:

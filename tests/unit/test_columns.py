@@ -51,13 +51,13 @@ def test_the_gpu_model_gives_the_same_costs_from_a_frame_and_from_its_columns() 
     graph, a100 = build_model("resnet18"), load_profile("a100")
     stack = builtin_stacks()["pytorch-eager"]
     for precision in ("fp16", "fp32"):  # fp32: the tf32 rows and Winograd paths too
-        frame = gpu_costs(a100, work_table(graph, 4, precision, "train"), gemms_for(graph, 4),
-                          precision, stack)
+        from_frame = gpu_costs(a100, work_table(graph, 4, precision, "train"),
+                               gemms_for(graph, 4), precision, stack)
         cols = gpu_costs(a100, work_columns(graph, 4, precision, "train"),
                          gemm_columns(graph, 4), precision, stack)
-        assert frame.columns == cols.columns
+        assert from_frame.columns == cols.columns
         for name in cols:
-            assert np.array_equal(frame[name], cols[name]), name
+            assert np.array_equal(from_frame[name], cols[name]), name
 
 
 def test_a_class_written_against_pandas_is_given_dataframes(
